@@ -1,0 +1,107 @@
+"""Yandex Cloud GPU platforms: which GPU each platform carries and which shapes it offers.
+
+A Yandex VM with GPUs must use one of the listed (gpus, cores, memory) combinations exactly; any
+other combination is refused by the cloud at create time, hours into a `pulumi up`. We refuse it
+in config instead.
+
+Sources: Yandex Cloud docs, compute/concepts/gpus.md "VM configurations"
+(https://yandex.cloud/en/docs/compute/concepts/gpus#config) and compute/concepts/vm-platforms.md
+"Platforms with GPUs" / "Restrictions" (https://yandex.cloud/ru/docs/compute/concepts/vm-platforms).
+The docs do not name the NVIDIA chip of gpu-standard-v3i ("Gen2"), standard-v3-t4i ("T4i") and
+gpu-standard-v4 ("GPU PLATFORM V4"): those carry ``gpu_model=None`` and a stack using them must say
+which model it expects (``gpuModel`` in config) before MIG or driver checks can run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PlatformShape:
+    """One allowed VM shape: GPUs, vCPU cores and memory in GB."""
+
+    gpus: int
+    cores: int
+    memory_gb: int
+
+
+@dataclass(frozen=True)
+class YandexGpuPlatform:
+    """A Yandex Compute GPU platform."""
+
+    platform_id: str
+    description: str
+    gpu_model: str | None
+    shapes: tuple[PlatformShape, ...]
+    zones: tuple[str, ...]
+    mig_supported: bool
+
+    @property
+    def allowed_gpus(self) -> list[int]:
+        """GPU counts this platform offers, ascending."""
+        return sorted({shape.gpus for shape in self.shapes})
+
+    def shapes_for(self, gpus: int) -> list[PlatformShape]:
+        """Every shape with ``gpus`` GPUs."""
+        return [shape for shape in self.shapes if shape.gpus == gpus]
+
+
+def _shapes(*rows: tuple[int, int, int]) -> tuple[PlatformShape, ...]:
+    return tuple(PlatformShape(*row) for row in rows)
+
+
+# V100 and A100 exist only in ru-central1-a/-b (docs: "not d, e"). For Gen2, T4i and V4 the docs'
+# restrictions table states only d (and e for V4); a/b are not stated, so they are not refused.
+# GPU VMs cannot be created in the deprecated ru-central1-c.
+_AB = ("ru-central1-a", "ru-central1-b")
+_ABD = ("ru-central1-a", "ru-central1-b", "ru-central1-d")
+_ABDE = ("ru-central1-a", "ru-central1-b", "ru-central1-d", "ru-central1-e")
+
+YANDEX_GPU_PLATFORMS: dict[str, YandexGpuPlatform] = {
+    p.platform_id: p
+    for p in (
+        YandexGpuPlatform(
+            "gpu-standard-v1", "Intel Broadwell with NVIDIA Tesla V100", "V100-32GB",
+            _shapes((1, 8, 96), (2, 16, 192), (4, 32, 384)), _AB, False,
+        ),
+        YandexGpuPlatform(
+            "gpu-standard-v2", "Intel Cascade Lake with NVIDIA Tesla V100", "V100-32GB",
+            _shapes((1, 8, 48), (2, 16, 96), (4, 32, 192), (8, 64, 384)), _AB, False,
+        ),
+        YandexGpuPlatform(
+            "gpu-standard-v3", "AMD EPYC with NVIDIA Ampere A100 80GB", "A100-80GB",
+            _shapes((1, 28, 119), (2, 56, 238), (4, 112, 476), (8, 224, 952)), _AB, True,
+        ),
+        YandexGpuPlatform(
+            "gpu-standard-v3i", "Gen2 (AMD EPYC 9474F), 80 GB per GPU", None,
+            _shapes((1, 18, 144), (2, 36, 288), (4, 72, 576), (8, 180, 1440)), _ABD, True,
+        ),
+        YandexGpuPlatform(
+            "standard-v3-t4", "Intel Ice Lake with NVIDIA Tesla T4", "T4-16GB",
+            _shapes((1, 4, 16), (1, 8, 32), (1, 16, 64), (1, 32, 128)), _ABD, False,
+        ),
+        YandexGpuPlatform(
+            "standard-v3-t4i", "Intel Ice Lake with T4i 24 GB", None,
+            _shapes((1, 4, 16), (1, 8, 32), (1, 16, 64), (1, 32, 128)), _ABD, False,
+        ),
+        YandexGpuPlatform(
+            "gpu-standard-v4", "GPU PLATFORM V4 (Intel Xeon Platinum), 141 GB per GPU", None,
+            _shapes((1, 22, 220), (2, 44, 440), (4, 88, 880), (8, 180, 1800)),
+            _ABDE, True,
+        ),
+    )
+}
+
+
+class UnknownPlatformError(ValueError):
+    """A platform id that is not a Yandex GPU platform."""
+
+
+def yandex_platform(platform_id: str) -> YandexGpuPlatform:
+    """Look a GPU platform up; the error lists the GPU platforms Yandex offers."""
+    try:
+        return YANDEX_GPU_PLATFORMS[platform_id]
+    except KeyError:
+        known = ", ".join(YANDEX_GPU_PLATFORMS)
+        raise UnknownPlatformError(f"{platform_id!r} is not a Yandex GPU platform; allowed: {known}") from None

@@ -1,0 +1,132 @@
+"""The typed model of a whole stack, read from ``Pulumi.<stack>.yaml``.
+
+``load_stack_config()`` is the only place that reads program config. It validates everything that
+needs no cloud before a single resource is registered; an invalid stack raises
+``StackConfigError`` listing every problem with its config key path, the bad value and what is
+allowed. Unknown keys are errors at every level, top level included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pulumi
+from pydantic import Field, ValidationError
+
+from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
+from components.cluster_config import ClusterConfig
+from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
+from components.node_group_config import NodeGroupConfig, node_group_name_problem
+
+PROJECT = "gpu-platform"
+
+
+class EnvironmentConfig(ConfigModel):
+    """What kind of stack this is; policies are stricter for production."""
+
+    name: str = Field(min_length=1)
+    production: bool = False
+    owner: str | None = None
+
+
+class CudaConfig(ConfigModel):
+    """The CUDA level the stack's workloads are built with (their container images' CUDA)."""
+
+    version: str
+    check: CudaCheckMode = CudaCheckMode.STRICT
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """The CUDA version must be one the catalog knows a driver minimum for."""
+        try:
+            minimum_driver(self.version, self.check)
+        except (CudaVersionError, ValueError) as error:
+            yield Problem(join_path(path, "version"), str(error))
+
+
+class StackConfig(ConfigModel):
+    """Every program setting of one stack. Each key is one top-level ``gpu-platform:<key>``."""
+
+    environment: EnvironmentConfig
+    cluster: ClusterConfig
+    cuda: CudaConfig
+    node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
+
+    def secret_keys(self) -> set[str]:
+        """Config keys that hold secrets (read with ``require_secret``), named by this config."""
+        keys: set[str] = set()
+        if self.cluster.bare_metal is not None:
+            keys.add(self.cluster.bare_metal.kubeconfig_secret)
+        return keys
+
+    def problems(self) -> Iterator[Problem]:
+        """Every semantic problem of the stack, each with its key path."""
+        yield from self.cluster.problems("cluster")
+        yield from self.cuda.problems("cuda")
+        if self.node_groups and self.cluster.kind != "yandex":
+            yield Problem("nodeGroups", f"Yandex node groups need cluster.kind yandex, not {self.cluster.kind}")
+        for name, group in self.node_groups.items():
+            path = join_path("nodeGroups", name)
+            name_problem = node_group_name_problem(name)
+            if name_problem:
+                yield Problem(path, name_problem)
+            yield from group.problems(path)
+
+
+def top_level_keys() -> list[str]:
+    """The config keys of the stack file, with their YAML (camelCase) names."""
+    return sorted((field.alias or name) for name, field in StackConfig.model_fields.items())
+
+
+def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate a plain mapping of top-level keys (``{"cluster": {...}, ...}``) into a StackConfig."""
+    try:
+        stack = StackConfig.model_validate(raw)
+    except ValidationError as error:
+        raise StackConfigError(problems_from_validation_error(error, StackConfig)) from None
+    problems = list(stack.problems())
+    if problems:
+        raise StackConfigError(problems)
+    return stack
+
+
+def _configured_project_keys() -> dict[str, str]:
+    """All ``gpu-platform:*`` keys the engine (or the offline preview) passed, as raw strings."""
+    values: dict[str, Any] = dict(pulumi.runtime.config.get_config_env())
+    values.update(pulumi.runtime.config.CONFIG.get())
+    prefix = f"{PROJECT}:"
+    return {key[len(prefix) :]: value for key, value in values.items() if key.startswith(prefix)}
+
+
+def load_stack_config() -> StackConfig:
+    """Read and validate the stack's program config.
+
+    Secret values (kubeconfigs, password hashes, SSH keys) live in their own keys, read later with
+    ``require_secret``; the model names those keys, so they are not mistaken for unknown keys.
+    """
+    configured = _configured_project_keys()
+    known = set(top_level_keys())
+    raw: dict[str, Any] = {}
+    for key in sorted(known & set(configured)):
+        text = configured[key]
+        try:
+            raw[key] = json.loads(text) if isinstance(text, str) else text
+        except json.JSONDecodeError:
+            raw[key] = text  # a plain string; pydantic reports it against the expected shape
+    problems: list[Problem] = []
+    stack: StackConfig | None = None
+    try:
+        stack = parse_stack_config(raw)
+    except StackConfigError as error:
+        problems.extend(error.problems)
+    secret_keys = stack.secret_keys() if stack else set()
+    allowed = ", ".join(sorted(known))
+    problems.extend(
+        Problem(key, f"unknown config key; allowed: {allowed} (and the secret keys the config names)")
+        for key in sorted(configured)
+        if key not in known and key not in secret_keys and stack is not None
+    )
+    if problems or stack is None:
+        raise StackConfigError(problems)
+    return stack

@@ -1,0 +1,61 @@
+"""``python -m components.offline [STACK ...]``: the offline preview of one or more stacks.
+
+Exit codes: 0 preview written; 2 invalid stack config (nothing is written); 1 another failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from components.offline.render import preview_files, resource_tree, write_files
+from components.offline.replacements import planned_replacements
+from components.offline.runner import REPO_ROOT, run_program
+from components.offline.stack_file import available_stacks
+
+
+def preview_stack(stack: str, out_root: Path, quiet: bool = False) -> int:
+    """Preview one stack; returns the exit code."""
+    try:
+        run = run_program(stack)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if run.config_error is not None:
+        print(f"error: stack {stack}: {run.config_error}", file=sys.stderr)
+        print("nothing was created and no preview was written", file=sys.stderr)
+        return 2
+    out_dir = out_root / stack
+    replacements = planned_replacements(out_dir / "resources.json", run.registrations)
+    files = preview_files(run)
+    write_files(files, out_dir)
+    if not quiet:
+        print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
+        print(resource_tree(run.registrations))
+        for notice in run.notices:
+            print(f"notice: {notice}")
+        for line in replacements:
+            print(line)
+        counts = Counter(r.type for r in run.registrations if r.custom)
+        summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
+        print(f"{len(run.registrations)} resources ({summary})")
+        print(f"wrote {len(files)} files to {out_dir}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments and preview each stack."""
+    parser = argparse.ArgumentParser(prog="python -m components.offline", description=__doc__)
+    parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "preview", help="output root")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    args = parser.parse_args(argv)
+    stacks = args.stacks or available_stacks(REPO_ROOT)
+    codes = [preview_stack(stack, args.out, args.quiet) for stack in stacks]
+    return max(codes, default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Stack outputs: the contract other teams read with ``StackReference``.
+
+Names are camelCase and stable; a breaking change bumps ``contractVersion``. Secrets (the
+kubeconfig) stay Pulumi secrets. docs/outputs.md describes every key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.node_group import node_labels, replacement_fields, scheduling
+from components.platform import Platform
+
+CONTRACT_VERSION = "1"
+
+
+def node_group_outputs(platform: Platform) -> dict[str, Any]:
+    """Per GPU node group: identity, hardware and how to schedule onto it."""
+    result: dict[str, Any] = {}
+    for name, component in platform.node_groups.items():
+        group = platform.config.node_groups[name]
+        result[name] = {
+            "id": component.node_group_id,
+            "cloudName": component.cloud_name,
+            "platform": group.platform,
+            "gpuModel": group.model.key,
+            "gpuArchitecture": group.model.architecture.value,
+            "gpusPerNode": group.resources.gpus,
+            "maxNodes": group.scale.max_nodes,
+            "gpuEnvironment": group.gpu_environment,
+            "preemptible": group.preemptible,
+            "taints": list(group.taints),
+            "labels": node_labels(name, group),
+            "scheduling": scheduling(name, group),
+            "replacementFields": replacement_fields(group),
+        }
+    return result
+
+
+def export_outputs(platform: Platform) -> None:
+    """Export the contract."""
+    stack = platform.config
+    pulumi.export("contractVersion", CONTRACT_VERSION)
+    pulumi.export(
+        "cluster",
+        {
+            "name": stack.cluster.name,
+            "kind": stack.cluster.kind,
+            "id": platform.access.cluster_id,
+            "kubernetesVersion": stack.cluster.kubernetes_version,
+            "environment": stack.environment.name,
+            "production": stack.environment.production,
+        },
+    )
+    pulumi.export("kubeconfig", platform.access.kubeconfig)
+    pulumi.export("cuda", {"version": stack.cuda.version, "check": stack.cuda.check.value})
+    pulumi.export("gpuNodeGroups", node_group_outputs(platform))

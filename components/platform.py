@@ -1,0 +1,46 @@
+"""Builds the whole platform from the validated stack config, in dependency order.
+
+Each capability is one ComponentResource; this module only wires them together so that
+``__main__.py`` stays three lines and tests can build the same platform under mocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+
+from components.cluster_access import ClusterAccess, ClusterAccessArgs
+from components.config import StackConfig
+from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
+
+
+@dataclass
+class Platform:
+    """Everything the program created, for the outputs module."""
+
+    config: StackConfig
+    access: ClusterAccess
+    node_groups: dict[str, GpuNodeGroup] = field(default_factory=dict)
+
+
+def build_platform(stack: StackConfig) -> Platform:
+    """Register every resource the stack declares."""
+    cluster = stack.cluster
+    kubeconfig = None
+    if cluster.bare_metal is not None:
+        kubeconfig = pulumi.Config().require_secret(cluster.bare_metal.kubeconfig_secret)
+    access = ClusterAccess(cluster.name, ClusterAccessArgs(cluster=cluster, kubeconfig=kubeconfig))
+    platform = Platform(config=stack, access=access)
+    for group_name, group in sorted(stack.node_groups.items()):
+        platform.node_groups[group_name] = GpuNodeGroup(
+            f"gpu-{group_name}",
+            GpuNodeGroupArgs(
+                group_name=group_name,
+                group=group,
+                cluster_id=access.cluster_id,
+                cluster_name=cluster.name,
+                kubernetes_version=cluster.kubernetes_version,
+            ),
+        )
+    return platform
