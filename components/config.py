@@ -99,6 +99,10 @@ def _configured_project_keys() -> dict[str, str]:
     return {key[len(prefix) :]: value for key, value in values.items() if key.startswith(prefix)}
 
 
+def _is_secret_key(key: str) -> bool:
+    return bool(pulumi.runtime.config.is_config_secret(f"{PROJECT}:{key}"))
+
+
 def load_stack_config() -> StackConfig:
     """Read and validate the stack's program config.
 
@@ -120,12 +124,14 @@ def load_stack_config() -> StackConfig:
         stack = parse_stack_config(raw)
     except StackConfigError as error:
         problems.extend(error.problems)
-    secret_keys = stack.secret_keys() if stack else set()
+    # Before the model parses we cannot know which secret keys it names: skip keys the engine
+    # marks secret then, and report them once the model is known.
+    secret_keys = stack.secret_keys() if stack else {key for key in configured if _is_secret_key(key)}
     allowed = ", ".join(sorted(known))
     problems.extend(
         Problem(key, f"unknown config key; allowed: {allowed} (and the secret keys the config names)")
         for key in sorted(configured)
-        if key not in known and key not in secret_keys and stack is not None
+        if key not in known and key not in secret_keys
     )
     if problems or stack is None:
         raise StackConfigError(problems)

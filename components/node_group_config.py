@@ -230,8 +230,10 @@ class NodeGroupConfig(ConfigModel):
                 parsed.append(parse_taint(text))
             except TaintFormatError as error:
                 yield Problem(join_path(path, "taints", index), str(error))
-        if self.resources.gpus > 0 and len(parsed) == len(self.taints) and not any(
-            t.effect == "NoSchedule" for t in parsed
+        if (
+            self.resources.gpus > 0
+            and len(parsed) == len(self.taints)
+            and not any(t.effect == "NoSchedule" for t in parsed)
         ):
             yield Problem(
                 join_path(path, "taints"),

@@ -117,9 +117,7 @@ ARCHITECTURE_SUPPORT: dict[Architecture, ArchitectureSupport] = {
     Architecture.TURING: ArchitectureSupport(410, None, "Turing (sm_75) arrived with CUDA 10.0, driver R410"),
     Architecture.AMPERE: ArchitectureSupport(450, None, "Ampere (sm_80) arrived with CUDA 11.0, driver R450"),
     Architecture.HOPPER: ArchitectureSupport(520, None, "Hopper (sm_90) arrived with CUDA 11.8, driver R520"),
-    Architecture.BLACKWELL: ArchitectureSupport(
-        570, None, "Blackwell (sm_100) arrived with CUDA 12.8, driver R570"
-    ),
+    Architecture.BLACKWELL: ArchitectureSupport(570, None, "Blackwell (sm_100) arrived with CUDA 12.8, driver R570"),
 }
 
 

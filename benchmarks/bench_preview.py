@@ -1,0 +1,48 @@
+"""Benchmark: the offline preview of each stack against the cost of importing the SDKs alone.
+
+Target: the preview of ``dev`` costs at most 1.5x the import floor (importing pulumi,
+pulumi_kubernetes and the Yandex SDK). Each figure is the median of fresh interpreter runs, since
+imports are cached within one process.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = 5
+
+_IMPORTS = "import pulumi, pulumi_kubernetes, pulumi_yandex_marketmaker"
+
+
+def _median_seconds(code: str) -> float:
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    """Print the import floor and each stack's preview time."""
+    from components.offline.stack_file import available_stacks
+
+    floor = _median_seconds(_IMPORTS)
+    print(f"import floor (pulumi + pulumi_kubernetes + yandex SDK): {floor:.2f} s (median of {RUNS})")
+    for stack in available_stacks(ROOT):
+        code = (
+            "import sys, tempfile; from components.offline.__main__ import main; "
+            f"sys.exit(main([{stack!r}, '--quiet', '--out', tempfile.mkdtemp()]))"
+        )
+        seconds = _median_seconds(code)
+        verdict = "ok" if seconds <= 1.5 * floor else "OVER TARGET"
+        print(f"preview {stack}: {seconds:.2f} s = {seconds / floor:.2f}x the floor (target <= 1.50x) {verdict}")
+
+
+if __name__ == "__main__":
+    main()

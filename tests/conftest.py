@@ -1,0 +1,29 @@
+"""Shared fixtures: one place that sets Pulumi mocks up (several set_mocks calls would clobber each other)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pulumi.runtime import reset_options, set_all_config, set_mocks
+
+from components.config import PROJECT
+from components.offline.mocks import PlatformMocks, RecordingMonitor
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def monitor() -> Iterator[RecordingMonitor]:
+    """Fresh mocks for a component test; read ``monitor.registrations`` after the test function returns."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    reset_options()
+    recording = RecordingMonitor(PlatformMocks())
+    set_mocks(recording.mocks, project=PROJECT, stack="test", preview=True, monitor=recording)
+    yield recording
+    set_all_config({})
+    asyncio.set_event_loop(None)
+    loop.close()

@@ -1,0 +1,47 @@
+"""Test helpers: stack configs as plain dicts, and config mutation."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def stack_raw(stack: str) -> dict[str, Any]:
+    """The ``gpu-platform:*`` keys of ``Pulumi.<stack>.yaml`` as a plain dict (prefix dropped)."""
+    document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    return {
+        key.split(":", 1)[1]: copy.deepcopy(value)
+        for key, value in document["config"].items()
+        if key.startswith("gpu-platform:")
+    }
+
+
+def set_path(document: dict[str, Any], path: str | tuple[Any, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``document`` with ``path`` (dotted, or a tuple of keys) set to ``value``."""
+    result = copy.deepcopy(document)
+    node: Any = result
+    parts = path.split(".") if isinstance(path, str) else list(path)
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return result
+
+
+def delete_path(document: dict[str, Any], path: str) -> dict[str, Any]:
+    """A copy of ``document`` without the dotted ``path``."""
+    result = copy.deepcopy(document)
+    node: Any = result
+    parts = path.split(".")
+    for part in parts[:-1]:
+        node = node[part]
+    del node[parts[-1]]
+    return result

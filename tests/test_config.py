@@ -1,0 +1,164 @@
+"""The typed stack config: valid stacks parse, invalid ones are refused with the key path and what is allowed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from components.config import parse_stack_config
+from components.config_base import StackConfigError
+from tests.helpers import delete_path, set_path, stack_raw
+
+V100 = "nodeGroups.v100"
+
+
+def refusal(raw: dict[str, Any]) -> list[str]:
+    """The problem lines of a refused config (fails the test if it is accepted)."""
+    with pytest.raises(StackConfigError) as caught:
+        parse_stack_config(raw)
+    return [str(problem) for problem in caught.value.problems]
+
+
+def test_dev_stack_parses() -> None:
+    stack = parse_stack_config(stack_raw("dev"))
+    group = stack.node_groups["v100"]
+    assert group.model.key == "V100-32GB"
+    assert group.gpu_environment == "runc"
+    assert group.maintenance.auto_upgrade is False and group.maintenance.auto_repair is True
+
+
+def test_gpu_count_the_platform_does_not_offer() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.resources.gpus", 3))
+    assert f"{V100}.resources.gpus: 3 is not offered on gpu-standard-v2; allowed: 1, 2, 4, 8" in lines
+
+
+def test_shape_must_match_the_gpu_count() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.resources.gpus", 2))
+    assert any(
+        line.startswith(f"{V100}.resources: cores 8, memory 48") and "cores 16, memory 96" in line for line in lines
+    )
+
+
+def test_unknown_key_is_refused_with_the_allowed_keys() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.preemptable", True))
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{V100}.preemptable: unknown key; allowed keys:")
+    assert "preemptible" in lines[0] and "gpuEnvironment" in lines[0]
+
+
+def test_malformed_taint() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.taints", ["nvidia.com/gpu:NoSchedule"]))
+    assert any(line.startswith(f"{V100}.taints[0]: taint 'nvidia.com/gpu:NoSchedule'") for line in lines)
+
+
+def test_gpu_group_needs_a_noschedule_taint() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.taints", ["a=b:PreferNoSchedule"]))
+    assert any(
+        line.startswith(f"{V100}.taints: a GPU node group needs at least one NoSchedule taint") for line in lines
+    )
+
+
+def test_gpu_environment_is_one_of_two() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.gpuEnvironment", "docker"))
+    assert lines == [f"{V100}.gpuEnvironment: 'docker' is not allowed; allowed: 'runc' or 'runc_drivers_cuda'"]
+
+
+def test_zone_without_capacity() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.location.zone", "ru-central1-d"))
+    assert (
+        f"{V100}.location.zone: ru-central1-d has no gpu-standard-v2 capacity; allowed: ru-central1-a, ru-central1-b"
+        in lines
+    )
+
+
+def test_autoscale_bounds_are_ordered() -> None:
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.scale.auto.initial", 5))
+    assert any(line.startswith(f"{V100}.scale.auto: need min <= initial <= max") for line in lines)
+
+
+def test_unnamed_chip_platform_needs_a_gpu_model() -> None:
+    raw = set_path(stack_raw("dev"), f"{V100}.platform", "gpu-standard-v4")
+    raw = set_path(raw, f"{V100}.resources", {"gpus": 1, "cores": 22, "memory": 220})
+    raw = set_path(raw, f"{V100}.location.zone", "ru-central1-d")
+    lines = refusal(raw)
+    assert any(line.startswith(f"{V100}.gpuModel: is required on gpu-standard-v4") for line in lines)
+    stack = parse_stack_config(set_path(raw, f"{V100}.gpuModel", "H200-141GB"))
+    assert stack.node_groups["v100"].model.key == "H200-141GB"
+
+
+def test_missing_required_key() -> None:
+    lines = refusal(delete_path(stack_raw("dev"), f"{V100}.gpuEnvironment"))
+    assert lines == [f"{V100}.gpuEnvironment: is required"]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    raw = set_path(stack_raw("dev"), f"{V100}.resources.gpus", 3)
+    raw = set_path(raw, f"{V100}.taints", ["bad"])
+    assert len(refusal(raw)) >= 2
+
+
+def test_kubernetes_version_range() -> None:
+    lines = refusal(set_path(stack_raw("dev"), "cluster.kubernetesVersion", "1.26"))
+    assert lines == ["cluster.kubernetesVersion: 1.26 is not supported; allowed: 1.28 to 1.37"]
+
+
+def test_unknown_cuda_version() -> None:
+    lines = refusal(set_path(stack_raw("dev"), "cuda.version", "12.7"))
+    assert len(lines) == 1 and lines[0].startswith("cuda.version: CUDA 12.7 is not in the catalog")
+
+
+# --- property test: malformed configs are always refused with a key path, never with a traceback ---
+
+_JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=10_000),
+    st.text(max_size=12),
+    st.lists(st.text(max_size=6), max_size=3),
+    st.dictionaries(st.text(max_size=6), st.integers(), max_size=2),
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    paths: list[tuple[Any, ...]] = []
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for key, value in items:
+        path = (*prefix, key)
+        paths.append(path)
+        paths.extend(_paths(value, path))
+    return paths
+
+
+_DEV = stack_raw("dev")
+_DEV_PATHS = _paths(_DEV)
+
+
+def _node(path: tuple[Any, ...]) -> Any:
+    node: Any = _DEV
+    for part in path:
+        node = node[part]
+    return node
+
+
+_DICT_PATHS = {path for path in _DEV_PATHS if isinstance(_node(path), dict)}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(_DEV_PATHS), value=_JUNK, extra=st.booleans())
+def test_malformed_configs_are_refused_with_a_key_path(path: tuple[Any, ...], value: Any, extra: bool) -> None:
+    raw = set_path(_DEV, (*path, "zzUnknown"), value) if extra and path in _DICT_PATHS else set_path(_DEV, path, value)
+    try:
+        parse_stack_config(raw)
+    except StackConfigError as error:
+        assert error.problems, "a refusal names at least one problem"
+        assert any(problem.path.startswith(str(path[0])) for problem in error.problems), error.problems
+        for problem in error.problems:
+            assert problem.path and problem.path != "(root)"
+            assert problem.message
+            assert "Traceback" not in problem.message
+    else:
+        # Some junk is valid (another label value, a bigger disk); an unknown key never is.
+        assert not (extra and path in _DICT_PATHS and "labels" not in path), f"unknown key accepted at {path}"

@@ -1,0 +1,123 @@
+"""The whole program, as `pulumi preview` would run it, for every stack file in the repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.offline.render import preview_files
+from components.offline.runner import run_program
+from components.offline.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
+from tests.helpers import ROOT
+
+STACKS = available_stacks(ROOT)
+
+
+def test_the_repository_has_the_dev_stack() -> None:
+    assert "dev" in STACKS
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_previews_without_errors(stack: str) -> None:
+    run = run_program(stack)
+    assert run.config_error is None, run.config_error
+    assert run.outputs["contractVersion"] == "1"
+    assert run.outputs["cluster"]["environment"] == stack or run.outputs["cluster"]["environment"]
+    assert run.outputs["kubeconfig"] == "[secret]"
+    assert "kubeconfig" in run.secret_output_names
+    providers = run.by_type("pulumi:providers:kubernetes")
+    assert len(providers) == 1, "exactly one explicit Kubernetes provider"
+    for registration in run.registrations:
+        if registration.type.startswith("kubernetes:"):
+            assert registration.parent_name is not None, f"{registration.name} must belong to a component"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_preview_files_hold_no_plaintext_secret(stack: str) -> None:
+    run = run_program(stack)
+    files = preview_files(run)
+    text = "\n".join(files.values())
+    assert OFFLINE_DUMMY_PREFIX not in text
+    kubeconfig = run.plain_outputs["kubeconfig"]
+    assert kubeconfig and kubeconfig not in text
+    assert "certificate-authority-data" not in text
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_preview_is_deterministic(stack: str) -> None:
+    assert preview_files(run_program(stack)) == preview_files(run_program(stack))
+
+
+def test_dev_node_group_outputs_tell_how_to_schedule() -> None:
+    group = run_program("dev").outputs["gpuNodeGroups"]["v100"]
+    assert group["gpuModel"] == "V100-32GB" and group["gpusPerNode"] == 1
+    assert group["gpuEnvironment"] == "runc"
+    assert group["scheduling"]["nodeSelector"] == {"gpu-platform.io/node-group": "v100"}
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in group[
+        "scheduling"
+    ]["tolerations"]
+
+
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "components.offline", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_writes_the_preview(tmp_path: Path) -> None:
+    result = _cli("dev", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup  gpu-v100-group" in result.stdout
+    resources = json.loads((tmp_path / "dev" / "resources.json").read_text())
+    assert [r["type"] for r in resources][:2] == ["gpu-platform:cluster:ClusterAccess", "pulumi:providers:kubernetes"]
+    assert all(set(r) == {"type", "name", "parent", "inputs"} for r in resources)
+    assert json.loads((tmp_path / "dev" / "outputs.json").read_text())["kubeconfig"] == "[secret]"
+
+
+def _project_copy(tmp_path: Path, stack_config: dict[str, object]) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "__main__.py", project / "__main__.py")
+    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
+    (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": stack_config}))
+    return project
+
+
+def test_cli_refuses_an_invalid_config_without_traceback(tmp_path: Path) -> None:
+    config = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config["gpu-platform:nodeGroups"]["v100"]["resources"]["gpus"] = 3
+    config["gpu-platform:nodeGroupz"] = {}
+    project = _project_copy(tmp_path, config)
+    result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "nodeGroups.v100.resources.gpus: 3 is not offered on gpu-standard-v2; allowed: 1, 2, 4, 8" in result.stderr
+    assert "nodeGroupz: unknown config key" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "out").exists(), "nothing is written for an invalid config"
+
+
+def test_preview_announces_a_node_group_replacement(tmp_path: Path) -> None:
+    config = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc_drivers_cuda"
+    project = _project_copy(tmp_path, config)
+    out = tmp_path / "out"
+    assert _cli("dev", "--root", str(project), "--out", str(out)).returncode == 0
+    config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc"
+    (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": config}))
+    result = _cli("dev", "--root", str(project), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "REPLACE gpu-v100-group: gpuEnvironment 'runc_drivers_cuda' -> 'runc'" in result.stdout
+    assert "create-before-delete" in result.stdout
