@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.cluster_config import ClusterConfig
+from components.gpu_operator_config import GpuOperatorConfig
 from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
 
@@ -52,6 +53,7 @@ class StackConfig(ConfigModel):
     cluster: ClusterConfig
     cuda: CudaConfig
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
+    gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
 
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
@@ -72,6 +74,14 @@ class StackConfig(ConfigModel):
             if name_problem:
                 yield Problem(path, name_problem)
             yield from group.problems(path)
+        yield from self.gpu_operator.problems("gpuOperator")
+
+    def fleet_problems(self) -> Iterator[Problem]:
+        """Checks across sections; they assume each section is valid on its own."""
+        from components.gpu_operator_values import driver_problems, extra_values_problems
+
+        yield from driver_problems(self)
+        yield from extra_values_problems(self.gpu_operator)
 
 
 def top_level_keys() -> list[str]:
@@ -86,6 +96,8 @@ def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     except ValidationError as error:
         raise StackConfigError(problems_from_validation_error(error, StackConfig)) from None
     problems = list(stack.problems())
+    if not problems:
+        problems = list(stack.fleet_problems())
     if problems:
         raise StackConfigError(problems)
     return stack

@@ -17,10 +17,9 @@ import pulumi
 
 from components import yandex_sdk
 from components.catalog.kubernetes import tolerations_for
+from components.labels import GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 from components.node_group_config import NodeGroupConfig
 
-NODE_GROUP_LABEL = "gpu-platform.io/node-group"
-GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"
 
 # The fields whose change makes the provider replace the group (terraform-provider-yandex
 # v0.161: ForceNew on gpu_settings.*, node_taints, scale_policy.auto_scale, allocation_policy, nat).
@@ -51,7 +50,7 @@ def cloud_name(cluster_name: str, group_name: str, group: NodeGroupConfig) -> st
 
 def node_labels(group_name: str, group: NodeGroupConfig) -> dict[str, str]:
     """Kubernetes labels every node of the group gets at creation (autoscaled nodes included)."""
-    labels = {NODE_GROUP_LABEL: group_name, GPU_MODEL_LABEL: group.model.key}
+    labels = {NODE_GROUP_LABEL: group_name, GPU_MODEL_LABEL: group.model.key, GPU_NODE_LABEL: "true"}
     labels.update(group.labels)
     return dict(sorted(labels.items()))
 

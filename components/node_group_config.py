@@ -151,6 +151,10 @@ class NodeGroupConfig(ConfigModel):
     kubernetes_version: str | None = None
     security_group_ids: list[str] = Field(default_factory=list)
     nat: bool = False
+    host_driver_removal: bool = Field(
+        default=False,
+        description="hand nodes with a preinstalled driver over to the GPU Operator (runc_drivers_cuda only)",
+    )
 
     @property
     def platform_facts(self) -> YandexGpuPlatform:
@@ -184,6 +188,11 @@ class NodeGroupConfig(ConfigModel):
                 )
         yield from self._taint_problems(path)
         yield from label_problems(self.labels, join_path(path, "labels"))
+        if self.host_driver_removal and self.gpu_environment == "runc":
+            yield Problem(
+                join_path(path, "hostDriverRemoval"),
+                "true is only for runc_drivers_cuda groups; a runc group has no preinstalled driver to remove",
+            )
         if self.maintenance.auto_upgrade and self.gpu_environment == "runc_drivers_cuda":
             yield Problem(
                 join_path(path, "maintenance", "autoUpgrade"),

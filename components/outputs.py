@@ -10,6 +10,7 @@ from typing import Any
 
 import pulumi
 
+from components.catalog.gpu_operator_chart import GPU_RESOURCE
 from components.node_group import node_labels, replacement_fields, scheduling
 from components.platform import Platform
 
@@ -39,6 +40,22 @@ def node_group_outputs(platform: Platform) -> dict[str, Any]:
     return result
 
 
+def gpu_operator_outputs(platform: Platform) -> dict[str, Any] | None:
+    """The operator's namespace and chart, and the driver the GPU nodes run."""
+    if platform.gpu_operator is None or platform.driver is None:
+        return None
+    operator = platform.config.gpu_operator
+    return {
+        "namespace": operator.namespace,
+        "releaseName": operator.release_name,
+        "chartVersion": operator.chart_version,
+        "driverOwner": platform.driver.owner,
+        "driverVersion": platform.driver.version,
+        "maxCuda": platform.driver.max_cuda,
+        "gpuResourceNames": [GPU_RESOURCE],
+    }
+
+
 def export_outputs(platform: Platform) -> None:
     """Export the contract."""
     stack = platform.config
@@ -57,3 +74,4 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("kubeconfig", platform.access.kubeconfig)
     pulumi.export("cuda", {"version": stack.cuda.version, "check": stack.cuda.check.value})
     pulumi.export("gpuNodeGroups", node_group_outputs(platform))
+    pulumi.export("gpuOperator", gpu_operator_outputs(platform))

@@ -12,6 +12,9 @@ import pulumi
 
 from components.cluster_access import ClusterAccess, ClusterAccessArgs
 from components.config import StackConfig
+from components.gpu_fleet import gpu_pools
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.gpu_operator_values import DriverPlan, build_values, driver_plan
 from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
 
 
@@ -22,6 +25,8 @@ class Platform:
     config: StackConfig
     access: ClusterAccess
     node_groups: dict[str, GpuNodeGroup] = field(default_factory=dict)
+    gpu_operator: GpuOperator | None = None
+    driver: DriverPlan | None = None
 
 
 def build_platform(stack: StackConfig) -> Platform:
@@ -41,6 +46,18 @@ def build_platform(stack: StackConfig) -> Platform:
                 cluster_id=access.cluster_id,
                 cluster_name=cluster.name,
                 kubernetes_version=cluster.kubernetes_version,
+            ),
+        )
+    pools = gpu_pools(stack)
+    if stack.gpu_operator.enabled and pools:
+        platform.driver = driver_plan(stack, pools)
+        platform.gpu_operator = GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(
+                config=stack.gpu_operator,
+                values=build_values(stack),
+                provider=access.provider,
+                depends_on=list(platform.node_groups.values()),
             ),
         )
     return platform

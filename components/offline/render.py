@@ -42,9 +42,18 @@ def _ints(value: Any) -> Any:
     return value
 
 
+def sorted_deep(value: Any) -> Any:
+    """Dict keys sorted at every level (list order kept): the wire format gives no stable order."""
+    if isinstance(value, dict):
+        return {key: sorted_deep(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_deep(item) for item in value]
+    return value
+
+
 def manifest_of(registration: Registration) -> dict[str, Any]:
     """The Kubernetes object as it would be sent to the API server (secrets masked)."""
-    manifest: dict[str, Any] = _ints(registration.masked_inputs)
+    manifest: dict[str, Any] = sorted_deep(_ints(registration.masked_inputs))
     ordered: dict[str, Any] = {key: manifest[key] for key in ("apiVersion", "kind", "metadata") if key in manifest}
     ordered.update({key: value for key, value in sorted(manifest.items()) if key not in ordered})
     return ordered
@@ -82,7 +91,7 @@ def preview_files(run: ProgramRun) -> dict[str, str]:
             files[f"manifests/{manifest_filename(manifest, registration.name)}"] = dump_yaml(manifest)
         elif registration.type == HELM_RELEASE:
             release = registration.masked_inputs.get("name") or registration.name
-            values = _ints(registration.masked_inputs.get("values") or {})
+            values = sorted_deep(_ints(registration.masked_inputs.get("values") or {}))
             files[f"helm/{release}-values.yaml"] = dump_yaml(values)
     return dict(sorted(files.items()))
 

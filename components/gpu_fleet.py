@@ -1,0 +1,55 @@
+"""The stack's GPU nodes seen as pools, whatever provides them.
+
+A pool is a set of identical GPU nodes: a Yandex node group or a bare-metal node. The GPU
+Operator values (tolerations, driver checks), MIG and the outputs read pools, so they do not care
+whether the nodes come from a cloud or a rack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components.catalog.gpus import GpuModel
+from components.catalog.kubernetes import Taint
+from components.config import StackConfig
+from components.config_base import join_path
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """Identical GPU nodes, and where in the config they are declared."""
+
+    name: str
+    config_path: str
+    model: GpuModel
+    gpus_per_node: int
+    max_nodes: int
+    taints: tuple[Taint, ...]
+    preinstalled_driver: bool
+    host_driver_removal: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def gpu_pools(stack: StackConfig) -> list[GpuPool]:
+    """Every GPU pool of the stack, in a stable order."""
+    pools = [
+        GpuPool(
+            name=name,
+            config_path=join_path("nodeGroups", name),
+            model=group.model,
+            gpus_per_node=group.resources.gpus,
+            max_nodes=group.scale.max_nodes,
+            taints=tuple(group.parsed_taints),
+            preinstalled_driver=group.gpu_environment == "runc_drivers_cuda",
+            host_driver_removal=group.host_driver_removal,
+            labels=dict(group.labels),
+        )
+        for name, group in sorted(stack.node_groups.items())
+        if group.resources.gpus > 0
+    ]
+    return pools
+
+
+def gpu_taints(pools: list[GpuPool]) -> list[Taint]:
+    """Every distinct taint carried by GPU nodes, in a stable order."""
+    return sorted({taint for pool in pools for taint in pool.taints}, key=str)

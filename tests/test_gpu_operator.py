@@ -1,0 +1,200 @@
+"""The GPU Operator release: values built from config, checked against the chart, in both driver modes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config import parse_stack_config
+from components.config_base import StackConfigError
+from components.gpu_operator import kyverno_webhooks
+from components.gpu_operator_values import build_values
+from components.offline.runner import ProgramRun, run_program
+from tests.helpers import ROOT, set_path, stack_raw
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _dev_config() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+
+
+def _run(**overrides: Any) -> ProgramRun:
+    return run_program("dev", overrides={f"gpu-platform:{k}": v for k, v in overrides.items()})
+
+
+def _preinstalled_host_mode() -> dict[str, Any]:
+    """dev, but the V100 group keeps the image's driver and the hosts own it."""
+    config = _dev_config()
+    groups = copy.deepcopy(config["gpu-platform:nodeGroups"])
+    groups["v100"]["gpuEnvironment"] = "runc_drivers_cuda"
+    operator = {"driver": {"owner": "host"}, "hostDriver": {"version": "580.95.05"}, "toolkit": False}
+    return {"nodeGroups": groups, "gpuOperator": operator}
+
+
+def refusal(raw: dict[str, Any]) -> list[str]:
+    with pytest.raises(StackConfigError) as caught:
+        parse_stack_config(raw)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_dev_release_is_pinned_atomic_and_sized_for_driver_builds() -> None:
+    release = _run().one(RELEASE, "gpu-operator-release").inputs
+    assert release["chart"] == "gpu-operator"
+    assert release["version"] == "v26.7.0"
+    assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    assert release["name"] == "gpu-operator" and release["namespace"] == "gpu-operator"
+    assert release["atomic"] is True and release["cleanupOnFail"] is True
+    assert release["timeout"] == 1800.0
+
+
+def test_dev_values_operator_managed_r580_driver() -> None:
+    values = _run().one(RELEASE, "gpu-operator-release").inputs["values"]
+    driver = values["driver"]
+    assert driver["enabled"] is True and driver["version"] == "580.95.05"
+    assert driver["upgradePolicy"]["drain"]["enable"] is True
+    assert driver["upgradePolicy"]["maxParallelUpgrades"] == 1
+    assert "validator" not in values, "the dev-char symlink fix is for host drivers"
+
+
+def test_tolerations_cover_every_gpu_taint_and_keep_the_chart_defaults() -> None:
+    values = _run().one(RELEASE, "gpu-operator-release").inputs["values"]
+    daemonsets = values["daemonsets"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in daemonsets
+    assert {
+        "key": "gpu-platform.io/workload",
+        "operator": "Equal",
+        "value": "notebooks",
+        "effect": "NoSchedule",
+    } in daemonsets
+    nfd = values["node-feature-discovery"]["worker"]
+    assert {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    } in nfd["tolerations"]
+    assert {
+        "key": "gpu-platform.io/workload",
+        "operator": "Equal",
+        "value": "notebooks",
+        "effect": "NoSchedule",
+    } in nfd["tolerations"]
+    assert nfd["nodeSelector"] == {"gpu-platform.io/gpu": "true"}
+    assert "nodeSelector" not in values["daemonsets"], "daemonsets.nodeSelector does not exist in the chart"
+
+
+def test_namespace_allows_privileged_pods() -> None:
+    labels = _run().one("kubernetes:core/v1:Namespace", "gpu-operator-namespace").inputs["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_release_waits_for_the_node_groups() -> None:
+    run = _run()
+    release = run.one(RELEASE, "gpu-operator-release")
+    group = run.one("yandex:index/kubernetesNodeGroup:KubernetesNodeGroup", "gpu-v100-group")
+    assert group.urn in release.dependencies
+
+
+def test_host_driver_mode_values() -> None:
+    run = _run(**_preinstalled_host_mode())
+    assert run.config_error is None, run.config_error
+    values = run.one(RELEASE, "gpu-operator-release").inputs["values"]
+    assert values["driver"] == {"enabled": False}
+    assert values["toolkit"] == {"enabled": False}
+    assert values["validator"]["driver"]["env"] == [{"name": "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value": "true"}]
+    operator = run.outputs["gpuOperator"]
+    assert operator["driverOwner"] == "host" and operator["driverVersion"] == "580.95.05"
+
+
+def test_dev_operator_outputs() -> None:
+    operator = _run().outputs["gpuOperator"]
+    assert operator == {
+        "namespace": "gpu-operator",
+        "releaseName": "gpu-operator",
+        "chartVersion": "v26.7.0",
+        "driverOwner": "operator",
+        "driverVersion": "580.95.05",
+        "maxCuda": "13.0",
+        "gpuResourceNames": ["nvidia.com/gpu"],
+    }
+
+
+def test_v100_stack_cannot_get_an_r595_driver() -> None:
+    lines = refusal(set_path(stack_raw("dev"), "gpuOperator.driver.version", "595.91.07"))
+    assert len(lines) == 1
+    assert lines[0].startswith("gpuOperator.driver.version: driver 595.91.07 (R595) does not support Volta GPUs")
+    assert "nodeGroups.v100" in lines[0]
+
+
+def test_chart_default_driver_is_refused_for_v100_with_advice() -> None:
+    raw = stack_raw("dev")
+    del raw["gpuOperator"]["driver"]["version"]
+    (line,) = refusal(raw)
+    assert "595.91.07" in line and "the chart v26.7.0 default; set gpuOperator.driver.version" in line
+
+
+def test_cuda_12_8_workloads_cannot_run_on_a_550_driver() -> None:
+    raw = set_path(stack_raw("dev"), "cuda.version", "12.8")
+    (line,) = refusal(set_path(raw, "gpuOperator.driver.version", "550.144.03"))
+    assert line.startswith("gpuOperator.driver.version: driver 550.144.03 is too old for CUDA 12.8 workloads")
+    assert "570.26" in line
+
+
+def test_host_driver_is_checked_like_the_operators() -> None:
+    raw = {**stack_raw("dev"), **_preinstalled_host_mode()}
+    raw = set_path(raw, "cuda.version", "12.8")
+    (line,) = refusal(set_path(raw, "gpuOperator.hostDriver.version", "550.144.03"))
+    assert line.startswith("gpuOperator.hostDriver.version: driver 550.144.03 is too old for CUDA 12.8")
+
+
+def test_host_mode_needs_the_declared_host_driver() -> None:
+    raw = {**stack_raw("dev"), **_preinstalled_host_mode()}
+    del raw["gpuOperator"]["hostDriver"]
+    assert refusal(raw) == [
+        "gpuOperator.hostDriver.version: is required when the hosts own the driver: declare the driver version the nodes run, e.g. 580.95.05"
+    ]
+
+
+def test_preinstalled_group_under_an_operator_driver_needs_removal() -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.v100.gpuEnvironment", "runc_drivers_cuda")
+    (line,) = refusal(raw)
+    assert line.startswith("nodeGroups.v100.hostDriverRemoval: this group boots with a preinstalled driver")
+    assert parse_stack_config(set_path(raw, "nodeGroups.v100.hostDriverRemoval", True))
+
+
+def test_extra_values_outside_the_chart_contract_are_refused() -> None:
+    raw = set_path(stack_raw("dev"), "gpuOperator.extraValues", {"daemonsets": {"nodeSelector": {"a": "b"}}})
+    (line,) = refusal(raw)
+    assert line.startswith("gpuOperator.extraValues.daemonsets.nodeSelector:")
+
+
+def test_extra_values_inside_the_contract_are_merged() -> None:
+    raw = set_path(stack_raw("dev"), "gpuOperator.extraValues", {"daemonsets": {"labels": {"team": "ml"}}})
+    values = build_values(parse_stack_config(raw))
+    assert values["daemonsets"]["labels"] == {"team": "ml"}
+    assert values["daemonsets"]["priorityClassName"] == "system-node-critical", "maps merge, they do not replace"
+
+
+def test_unknown_chart_version_is_refused_with_the_supported_list() -> None:
+    lines = refusal(set_path(stack_raw("dev"), "gpuOperator.chartVersion", "26.7.0"))
+    assert any(line.startswith("gpuOperator.chartVersion:") and "v26.7.0" in line for line in lines)
+
+
+def test_kyverno_webhook_exclusion_keeps_kyvernos_defaults() -> None:
+    run = _run(gpuOperator={**_dev_config()["gpu-platform:gpuOperator"], "kyverno": {"enabled": True}})
+    patch = run.one("kubernetes:core/v1:ConfigMapPatch", "gpu-operator-kyverno-webhooks").inputs
+    assert patch["metadata"]["name"] == "kyverno" and patch["metadata"]["namespace"] == "kyverno"
+    assert patch["data"]["webhooks"] == kyverno_webhooks("gpu-operator", "kyverno")
+    assert '"values":["gpu-operator","kube-system","kyverno"]' in patch["data"]["webhooks"]
+
+
+def test_kyverno_policy_exception() -> None:
+    kyverno = {"enabled": True, "mode": "policyException", "policies": ["disallow-privileged-containers"]}
+    run = _run(gpuOperator={**_dev_config()["gpu-platform:gpuOperator"], "kyverno": kyverno})
+    exception = run.one("kubernetes:kyverno.io/v2:PolicyException", "gpu-operator-kyverno-exception").inputs
+    assert exception["spec"]["exceptions"] == [{"policyName": "disallow-privileged-containers", "ruleNames": ["*"]}]
+    assert exception["spec"]["match"]["any"][0]["resources"]["namespaces"] == ["gpu-operator"]
