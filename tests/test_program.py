@@ -112,10 +112,12 @@ def test_cli_refuses_an_invalid_config_without_traceback(tmp_path: Path) -> None
 def test_preview_announces_a_node_group_replacement(tmp_path: Path) -> None:
     config = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc_drivers_cuda"
+    config["gpu-platform:nodeGroups"]["v100"]["hostDriverRemoval"] = True
     project = _project_copy(tmp_path, config)
     out = tmp_path / "out"
     assert _cli("dev", "--root", str(project), "--out", str(out)).returncode == 0
     config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc"
+    del config["gpu-platform:nodeGroups"]["v100"]["hostDriverRemoval"]
     (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": config}))
     result = _cli("dev", "--root", str(project), "--out", str(out))
     assert result.returncode == 0, result.stderr
