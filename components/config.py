@@ -17,8 +17,8 @@ from pydantic import Field, ValidationError
 
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.cluster_config import ClusterConfig
-from components.gpu_operator_config import GpuOperatorConfig
 from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
+from components.gpu_operator_config import GpuOperatorConfig
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
 
 PROJECT = "gpu-platform"

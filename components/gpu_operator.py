@@ -19,6 +19,10 @@ from components.catalog.gpu_operator_contract import contract_for
 from components.gpu_operator_config import GpuOperatorConfig
 from components.labels import FIELD_MANAGER
 
+DRIVER_OWNER_ANNOTATION = "gpu-platform.io/driver-owner"
+DRIVER_VERSION_ANNOTATION = "gpu-platform.io/driver-version"
+GPU_MODELS_ANNOTATION = "gpu-platform.io/gpu-models"
+
 PSA_PRIVILEGED = {
     "pod-security.kubernetes.io/enforce": "privileged",
     "pod-security.kubernetes.io/audit": "privileged",
@@ -33,6 +37,9 @@ class GpuOperatorArgs:
     config: GpuOperatorConfig
     values: dict[str, Any]
     provider: k8s.Provider
+    driver_owner: str = "operator"
+    driver_version: str = ""
+    gpu_models: list[str] = field(default_factory=list)
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -65,6 +72,12 @@ class GpuOperator(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=config.namespace,
                 labels={**PSA_PRIVILEGED, "app.kubernetes.io/managed-by": "gpu-platform"},
+                # Read by the policy pack: the driver the GPU nodes run and the GPU models present.
+                annotations={
+                    DRIVER_OWNER_ANNOTATION: args.driver_owner,
+                    DRIVER_VERSION_ANNOTATION: args.driver_version,
+                    GPU_MODELS_ANNOTATION: ",".join(args.gpu_models),
+                },
             ),
             opts=child,
         )

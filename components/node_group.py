@@ -20,7 +20,6 @@ from components.catalog.kubernetes import tolerations_for
 from components.labels import GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 from components.node_group_config import NodeGroupConfig
 
-
 # The fields whose change makes the provider replace the group (terraform-provider-yandex
 # v0.161: ForceNew on gpu_settings.*, node_taints, scale_policy.auto_scale, allocation_policy, nat).
 REPLACE_TRIGGERS = ("gpuEnvironment", "taints", "scaleKind", "location", "nat")
@@ -73,6 +72,8 @@ class GpuNodeGroupArgs:
     cluster_name: str
     kubernetes_version: str
     extra_labels: dict[str, str] | None = None
+    environment: str = ""
+    production: bool = False
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -112,7 +113,12 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ),
             node_labels=self.labels,
             node_taints=list(group.taints),
-            labels={"managed-by": "gpu-platform", "node-group": args.group_name},
+            labels={
+                "managed-by": "gpu-platform",
+                "node-group": args.group_name,
+                "environment": args.environment,
+                "production": str(args.production).lower(),
+            },
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=False),
         )
         self.node_group_id = self.node_group.id

@@ -46,6 +46,8 @@ def build_platform(stack: StackConfig) -> Platform:
                 cluster_id=access.cluster_id,
                 cluster_name=cluster.name,
                 kubernetes_version=cluster.kubernetes_version,
+                environment=stack.environment.name,
+                production=stack.environment.production,
             ),
         )
     pools = gpu_pools(stack)
@@ -56,6 +58,9 @@ def build_platform(stack: StackConfig) -> Platform:
             GpuOperatorArgs(
                 config=stack.gpu_operator,
                 values=build_values(stack),
+                driver_owner=platform.driver.owner if platform.driver else "operator",
+                driver_version=platform.driver.version if platform.driver else "",
+                gpu_models=sorted({pool.model.key for pool in pools}),
                 provider=access.provider,
                 depends_on=list(platform.node_groups.values()),
             ),

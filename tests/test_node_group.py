@@ -68,6 +68,7 @@ def test_cloud_name_changes_with_replace_triggers_only() -> None:
     bigger = set_path(raw, "nodeGroups.v100.scale.auto.max", 5)
     assert cloud_name("ml", "v100", _group(bigger)) == base, "autoscale bounds update in place"
     preinstalled = set_path(raw, "nodeGroups.v100.gpuEnvironment", "runc_drivers_cuda")
+    preinstalled = set_path(preinstalled, "nodeGroups.v100.hostDriverRemoval", True)
     assert cloud_name("ml", "v100", _group(preinstalled)) != base, "gpuEnvironment replaces the group"
     retainted = set_path(raw, "nodeGroups.v100.taints", ["nvidia.com/gpu=:NoSchedule"])
     assert cloud_name("ml", "v100", _group(retainted)) != base, "taints replace the group on this provider"

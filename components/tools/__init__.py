@@ -1,0 +1,1 @@
+"""Small command-line helpers for operators (``python -m components.tools.<name>``)."""
