@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv tools preview preview-all test lint format bench clean
+.PHONY: venv tools preview preview-all test lint format bench clean kubeflow-manifests
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
@@ -41,3 +41,7 @@ bench: venv  ## benchmarks that print figures
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+
+KUBEFLOW_TAG ?= v1.10.2
+kubeflow-manifests:  ## clone kubeflow/manifests at the pinned tag into build/kubeflow-manifests (needs network)
+	test -d build/kubeflow-manifests || git clone --depth 1 --branch $(KUBEFLOW_TAG) https://github.com/kubeflow/manifests.git build/kubeflow-manifests

@@ -19,6 +19,7 @@ from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_
 from components.cluster_config import ClusterConfig
 from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
 from components.gpu_operator_config import GpuOperatorConfig
+from components.kubeflow_config import KubeflowConfig
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
 
 PROJECT = "gpu-platform"
@@ -54,12 +55,15 @@ class StackConfig(ConfigModel):
     cuda: CudaConfig
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
+    kubeflow: KubeflowConfig | None = None
 
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
         keys: set[str] = set()
         if self.cluster.bare_metal is not None:
             keys.add(self.cluster.bare_metal.kubeconfig_secret)
+        if self.kubeflow is not None and self.kubeflow.enabled:
+            keys |= self.kubeflow.secret_keys()
         return keys
 
     def problems(self) -> Iterator[Problem]:
@@ -75,6 +79,8 @@ class StackConfig(ConfigModel):
                 yield Problem(path, name_problem)
             yield from group.problems(path)
         yield from self.gpu_operator.problems("gpuOperator")
+        if self.kubeflow is not None and self.kubeflow.enabled:
+            yield from self.kubeflow.problems("kubeflow")
 
     def fleet_problems(self) -> Iterator[Problem]:
         """Checks across sections; they assume each section is valid on its own."""

@@ -11,6 +11,7 @@ from typing import Any
 import pulumi
 
 from components.catalog.gpu_operator_chart import GPU_RESOURCE
+from components.kubeflow import DEX_ISSUER, kubeflow_namespaces
 from components.node_group import node_labels, replacement_fields, scheduling
 from components.platform import Platform
 
@@ -56,6 +57,20 @@ def gpu_operator_outputs(platform: Platform) -> dict[str, Any] | None:
     }
 
 
+def kubeflow_outputs(platform: Platform) -> dict[str, Any] | None:
+    """Where Kubeflow is reached, which version, and its identity provider."""
+    if platform.kubeflow is None or platform.config.kubeflow is None:
+        return None
+    config = platform.config.kubeflow
+    return {
+        "url": platform.kubeflow.url,
+        "version": config.tag,
+        "namespaces": kubeflow_namespaces(config.install_cert_manager),
+        "dexIssuer": DEX_ISSUER,
+        "profiles": sorted(profile.name for profile in config.profiles),
+    }
+
+
 def export_outputs(platform: Platform) -> None:
     """Export the contract."""
     stack = platform.config
@@ -75,3 +90,4 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("cuda", {"version": stack.cuda.version, "check": stack.cuda.check.value})
     pulumi.export("gpuNodeGroups", node_group_outputs(platform))
     pulumi.export("gpuOperator", gpu_operator_outputs(platform))
+    pulumi.export("kubeflow", kubeflow_outputs(platform))

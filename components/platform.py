@@ -15,6 +15,7 @@ from components.config import StackConfig
 from components.gpu_fleet import gpu_pools
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.gpu_operator_values import DriverPlan, build_values, driver_plan
+from components.kubeflow import Kubeflow, KubeflowArgs
 from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
 
 
@@ -27,6 +28,7 @@ class Platform:
     node_groups: dict[str, GpuNodeGroup] = field(default_factory=dict)
     gpu_operator: GpuOperator | None = None
     driver: DriverPlan | None = None
+    kubeflow: Kubeflow | None = None
 
 
 def build_platform(stack: StackConfig) -> Platform:
@@ -63,6 +65,21 @@ def build_platform(stack: StackConfig) -> Platform:
                 gpu_models=sorted({pool.model.key for pool in pools}),
                 provider=access.provider,
                 depends_on=list(platform.node_groups.values()),
+            ),
+        )
+    kubeflow = stack.kubeflow
+    if kubeflow is not None and kubeflow.enabled:
+        secrets = pulumi.Config()
+        platform.kubeflow = Kubeflow(
+            "kubeflow",
+            KubeflowArgs(
+                config=kubeflow,
+                stack=pulumi.get_stack(),
+                provider=access.provider,
+                dex_password_hash=secrets.require_secret(kubeflow.dex.password_hash_secret),
+                oidc_client_secret=(
+                    secrets.require_secret(kubeflow.oidc_client_secret_key) if kubeflow.oidc_client_secret_key else None
+                ),
             ),
         )
     return platform

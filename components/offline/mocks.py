@@ -42,6 +42,25 @@ def mask_wire(value: Any) -> Any:
     return value
 
 
+def mask_like(plain: Any, masked: Any) -> Any:
+    """Masked values shaped like the plain ones: a secret map keeps its keys, each value "[secret]".
+
+    Pulumi marks a whole map secret when one of its values is, so ``stringData`` of a Secret
+    arrives as one secret; showing its keys (never its values) keeps the manifest readable and valid.
+    """
+    if masked == SECRET_MASK and isinstance(plain, dict):
+        return {key: mask_like(value, SECRET_MASK) for key, value in plain.items()}
+    if masked == SECRET_MASK and isinstance(plain, list):
+        return [mask_like(value, SECRET_MASK) for value in plain]
+    if masked == SECRET_MASK:
+        return SECRET_MASK
+    if isinstance(masked, dict) and isinstance(plain, dict):
+        return {key: mask_like(plain.get(key), value) for key, value in masked.items()}
+    if isinstance(masked, list) and isinstance(plain, list) and len(masked) == len(plain):
+        return [mask_like(p, m) for p, m in zip(plain, masked, strict=True)]
+    return masked
+
+
 def unwrap_wire(value: Any) -> Any:
     """Plain values of a wire-format value: secrets unwrapped (policies see them so), refs as URNs."""
     if isinstance(value, dict):
@@ -103,7 +122,9 @@ class PlatformMocks(Mocks):
                 "version": args.inputs.get("version"),
             }
         elif args.typ == "random:index/randomPassword:RandomPassword":
-            state["result"] = "offline-preview-random-password"
+            length = int(args.inputs.get("length") or 16)
+            digest = hashlib.sha256(f"offline-preview/{args.name}".encode()).hexdigest() * 4
+            state["result"] = digest[:length]
         elif args.typ.startswith("command:remote:Command"):
             state["stdout"] = "changed: nothing"
             state["stderr"] = ""
@@ -152,7 +173,7 @@ class RecordingMonitor(MockMonitor):
                     parent_urn=request.parent,
                     custom=bool(request.custom),
                     inputs=unwrap_wire(wire),
-                    masked_inputs=mask_wire(wire),
+                    masked_inputs=mask_like(unwrap_wire(wire), mask_wire(wire)),
                     dependencies=list(request.dependencies),
                 )
             )

@@ -22,6 +22,7 @@ from components.offline.mocks import Registration
 from components.offline.runner import ProgramRun
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+KUSTOMIZE_DIRECTORY = "kubernetes:kustomize/v2:Directory"
 # Kubernetes types that are not objects in the cluster (the provider, and provider-side components).
 _NOT_MANIFESTS = re.compile(r"^(pulumi:providers:|kubernetes:(helm\.sh|kustomize|yaml)/)")
 
@@ -93,7 +94,22 @@ def preview_files(run: ProgramRun) -> dict[str, str]:
             release = registration.masked_inputs.get("name") or registration.name
             values = sorted_deep(_ints(registration.masked_inputs.get("values") or {}))
             files[f"helm/{release}-values.yaml"] = dump_yaml(values)
+    files.update(kustomize_files(run))
     return dict(sorted(files.items()))
+
+
+def kustomize_files(run: ProgramRun) -> dict[str, str]:
+    """The generated kustomize overlay(s) the program deploys, under ``kubeflow/``."""
+    files: dict[str, str] = {}
+    for registration in run.registrations:
+        if registration.type != KUSTOMIZE_DIRECTORY:
+            continue
+        directory = run.root / str(registration.inputs.get("directory", ""))
+        overlay_root = directory.parent
+        for path in sorted(overlay_root.rglob("*")):
+            if path.is_file():
+                files[f"kubeflow/{path.relative_to(overlay_root).as_posix()}"] = path.read_text()
+    return files
 
 
 def write_files(files: dict[str, str], out_dir: Path) -> None:

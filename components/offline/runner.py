@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from components.config import PROJECT, parse_stack_config
 from components.config_base import StackConfigError
 from components.offline.mocks import SECRET_MASK, PlatformMocks, RecordingMonitor, Registration
 from components.offline.stack_file import StackFile, load_stack_file, offline_dummy
+from components.runtime_mode import OFFLINE_ENV, drain_notices
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,6 +27,7 @@ class ProgramRun:
     """The result of one offline run of the program."""
 
     stack: str
+    root: Path = REPO_ROOT
     registrations: list[Registration] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)  # secrets masked
     plain_outputs: dict[str, Any] = field(default_factory=dict)  # for tests and consumers; never written
@@ -89,7 +92,7 @@ def run_program(
     stack_file = load_stack_file(root, stack, overrides)
     config = dict(stack_file.config)
     secret_keys = list(stack_file.secret_keys)
-    run = ProgramRun(stack=stack, stack_file=stack_file)
+    run = ProgramRun(stack=stack, root=root, stack_file=stack_file)
     for key in sorted(_secret_keys_named_by_config(stack_file)):
         full_key = f"{PROJECT}:{key}"
         if full_key not in config:
@@ -100,6 +103,9 @@ def run_program(
                 f"(pulumi up needs `pulumi config set --secret {key} ...`)"
             )
 
+    previous_mode = os.environ.get(OFFLINE_ENV)
+    os.environ[OFFLINE_ENV] = "1"
+    drain_notices()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     reset_options()
@@ -129,11 +135,19 @@ def run_program(
 
         return pulumi.Output.from_input(asyncio.ensure_future(collect()))
 
+    previous_cwd = Path.cwd()
+    os.chdir(root)  # the engine runs a program in its project folder
     try:
         program()
     except StackConfigError as error:
         run.config_error = error
     finally:
+        os.chdir(previous_cwd)
+        run.notices.extend(drain_notices())
+        if previous_mode is None:
+            os.environ.pop(OFFLINE_ENV, None)
+        else:
+            os.environ[OFFLINE_ENV] = previous_mode
         set_all_config({})
         asyncio.set_event_loop(None)
         loop.close()
