@@ -100,7 +100,7 @@ def test_a_real_run_stops_on_a_missing_checkout(monkeypatch: pytest.MonkeyPatch)
     assert config is not None
     with pytest.raises(
         StackConfigError,
-        match="kubeflow.manifestsPath: /nonexistent/manifests does not exist; run `make kubeflow-manifests`",
+        match=re.escape("kubeflow.manifestsPath: /nonexistent/manifests does not exist; run `make kubeflow-manifests`"),
     ):
         Kubeflow._check_checkout(config)
 
