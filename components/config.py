@@ -16,6 +16,7 @@ import pulumi
 from pydantic import Field, ValidationError
 
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
+from components.bare_metal_config import BareMetalConfig
 from components.cluster_config import ClusterConfig
 from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
 from components.gpu_operator_config import GpuOperatorConfig
@@ -54,6 +55,7 @@ class StackConfig(ConfigModel):
     cluster: ClusterConfig
     cuda: CudaConfig
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
+    bare_metal: BareMetalConfig | None = None
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
     kubeflow: KubeflowConfig | None = None
 
@@ -64,6 +66,8 @@ class StackConfig(ConfigModel):
             keys.add(self.cluster.bare_metal.kubeconfig_secret)
         if self.kubeflow is not None and self.kubeflow.enabled:
             keys |= self.kubeflow.secret_keys()
+        if self.bare_metal is not None:
+            keys |= self.bare_metal.secret_keys()
         return keys
 
     def problems(self) -> Iterator[Problem]:
@@ -72,6 +76,12 @@ class StackConfig(ConfigModel):
         yield from self.cuda.problems("cuda")
         if self.node_groups and self.cluster.kind != "yandex":
             yield Problem("nodeGroups", f"Yandex node groups need cluster.kind yandex, not {self.cluster.kind}")
+        if self.cluster.kind == "bare-metal" and self.bare_metal is None:
+            yield Problem("bareMetal", "is required when cluster.kind is bare-metal (the nodes and how to reach them)")
+        if self.cluster.kind != "bare-metal" and self.bare_metal is not None:
+            yield Problem("bareMetal", f"must not be set when cluster.kind is {self.cluster.kind}")
+        if self.bare_metal is not None:
+            yield from self.bare_metal.problems("bareMetal")
         for name, group in self.node_groups.items():
             path = join_path("nodeGroups", name)
             name_problem = node_group_name_problem(name)

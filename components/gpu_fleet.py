@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components.catalog.gpus import GpuModel
-from components.catalog.kubernetes import Taint
+from components.catalog.gpus import GpuModel, gpu_model
+from components.catalog.kubernetes import Taint, parse_taint
 from components.config import StackConfig
 from components.config_base import join_path
 
@@ -47,6 +47,20 @@ def gpu_pools(stack: StackConfig) -> list[GpuPool]:
         for name, group in sorted(stack.node_groups.items())
         if group.resources.gpus > 0
     ]
+    if stack.bare_metal is not None:
+        pools.extend(
+            GpuPool(
+                name=node.name,
+                config_path=join_path("bareMetal", "nodes", index),
+                model=gpu_model(node.gpu_model),
+                gpus_per_node=node.gpus,
+                max_nodes=1,
+                taints=tuple(parse_taint(text) for text in node.taints),
+                preinstalled_driver=True,
+                labels=dict(node.labels),
+            )
+            for index, node in enumerate(stack.bare_metal.nodes)
+        )
     return pools
 
 

@@ -102,7 +102,9 @@ class GpuOperatorConfig(ConfigModel):
     timeout_seconds: int = Field(default=1800, ge=300, description="driver builds take 10-15 minutes per node")
     driver: DriverConfig = DriverConfig()
     host_driver: HostDriverConfig | None = None
-    toolkit: bool = Field(default=True, description="toolkit.enabled; false where hosts configure containerd")
+    toolkit: bool | None = Field(
+        default=None, description="toolkit.enabled; default: false where host preparation configures containerd"
+    )
     vgpu_device_manager: bool = False
     vfio_manager: bool = False
     sandbox_device_plugin: bool = False

@@ -104,11 +104,29 @@ def driver_problems(stack: StackConfig) -> Iterator[Problem]:
     cuda = cuda_problem(plan.version, stack.cuda.version, stack.cuda.check)
     if cuda:
         yield Problem(plan.config_key, f"{cuda}{default_note}; the workloads' CUDA is set in cuda.version")
+    if operator.toolkit and host_configures_containerd(stack):
+        yield Problem(
+            join_path(OPERATOR_PATH, "toolkit"),
+            "true would make the operator's container toolkit and host preparation both rewrite containerd's "
+            "config; leave it unset (false) or set bareMetal.hostPreparation.configureContainerd: false",
+        )
     if operator.driver.kernel_module_type == "open" and any(p.model.architecture == Architecture.VOLTA for p in pools):
         yield Problem(
             join_path(OPERATOR_PATH, "driver", "kernelModuleType"),
             "open kernel modules need Turing or newer; Volta (V100) needs proprietary or auto",
         )
+
+
+def host_configures_containerd(stack: StackConfig) -> bool:
+    """True when bare-metal host preparation registers the NVIDIA runtime with containerd itself."""
+    prep = stack.bare_metal.host_preparation if stack.bare_metal else None
+    return bool(prep and prep.enabled and prep.configure_containerd)
+
+
+def toolkit_enabled(stack: StackConfig) -> bool:
+    """The operator's toolkit runs unless the hosts configure containerd (both would fight over it)."""
+    configured = stack.gpu_operator.toolkit
+    return (not host_configures_containerd(stack)) if configured is None else configured
 
 
 def _covered(defaults: Iterable[chart.Toleration], taint: Taint) -> bool:
@@ -173,7 +191,7 @@ def build_values(stack: StackConfig, mig_values: dict[str, Any] | None = None) -
             "worker": {"tolerations": chart.nfd_worker_tolerations(nfd_extra, operator.chart_version)},
         },
         "driver": {"enabled": plan.owner == "operator"},
-        "toolkit": {"enabled": operator.toolkit},
+        "toolkit": {"enabled": toolkit_enabled(stack)},
         "mig": {"strategy": "single"},
         "migManager": {"enabled": operator.mig_manager},
         "dcgmExporter": {"serviceMonitor": {"enabled": operator.prometheus_operator}},

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 
+from components.bare_metal_nodes import BareMetalNodeLabels, NodeLabelsArgs
+from components.catalog.drivers import minimum_driver
 from components.cluster_access import ClusterAccess, ClusterAccessArgs
+from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.config import StackConfig
 from components.gpu_fleet import gpu_pools
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -29,6 +32,8 @@ class Platform:
     gpu_operator: GpuOperator | None = None
     driver: DriverPlan | None = None
     kubeflow: Kubeflow | None = None
+    host_preparation: HostPreparation | None = None
+    node_labels: BareMetalNodeLabels | None = None
 
 
 def build_platform(stack: StackConfig) -> Platform:
@@ -52,6 +57,9 @@ def build_platform(stack: StackConfig) -> Platform:
                 production=stack.environment.production,
             ),
         )
+    operator_prerequisites: list[pulumi.Resource] = list(platform.node_groups.values())
+    if stack.bare_metal is not None:
+        operator_prerequisites.extend(_bare_metal(stack, platform))
     pools = gpu_pools(stack)
     if stack.gpu_operator.enabled and pools:
         platform.driver = driver_plan(stack, pools)
@@ -64,7 +72,7 @@ def build_platform(stack: StackConfig) -> Platform:
                 driver_version=platform.driver.version if platform.driver else "",
                 gpu_models=sorted({pool.model.key for pool in pools}),
                 provider=access.provider,
-                depends_on=list(platform.node_groups.values()),
+                depends_on=operator_prerequisites,
             ),
         )
     kubeflow = stack.kubeflow
@@ -83,3 +91,34 @@ def build_platform(stack: StackConfig) -> Platform:
             ),
         )
     return platform
+
+
+def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]:
+    """Host preparation over SSH and node labels; returns what the GPU Operator must wait for."""
+    bare_metal = stack.bare_metal
+    assert bare_metal is not None
+    secrets = pulumi.Config()
+    created: list[pulumi.Resource] = []
+    if bare_metal.host_preparation.enabled:
+        bastion = bare_metal.ssh.bastion
+        host_driver = stack.gpu_operator.host_driver
+        platform.host_preparation = HostPreparation(
+            "host-preparation",
+            HostPreparationArgs(
+                config=bare_metal,
+                required_min_driver=minimum_driver(stack.cuda.version, stack.cuda.check),
+                expected_driver_version=host_driver.version if host_driver else "",
+                private_key=secrets.require_secret(bare_metal.ssh.private_key_secret),
+                bastion_private_key=(
+                    secrets.require_secret(bastion.private_key_secret)
+                    if bastion and bastion.private_key_secret
+                    else None
+                ),
+            ),
+        )
+        created.append(platform.host_preparation)
+    platform.node_labels = BareMetalNodeLabels(
+        "gpu-nodes", NodeLabelsArgs(nodes=list(bare_metal.nodes), provider=platform.access.provider)
+    )
+    created.append(platform.node_labels)
+    return created

@@ -1,0 +1,120 @@
+"""The bare-metal (prod) stack: host preparation over SSH, node labels, host-driver operator values."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from components.config import parse_stack_config
+from components.config_base import StackConfigError
+from components.offline.render import preview_files
+from components.offline.runner import ProgramRun, run_program
+from tests.helpers import set_path, stack_raw
+
+COMMAND = "command:remote:Command"
+
+
+@pytest.fixture(scope="module")
+def prod() -> ProgramRun:
+    run = run_program("prod")
+    assert run.config_error is None, run.config_error
+    return run
+
+
+def test_every_node_gets_every_step_in_order(prod: ProgramRun) -> None:
+    commands = prod.by_type(COMMAND)
+    assert len(commands) == 15
+    node1 = [c for c in commands if c.name.startswith("host-preparation-gpu-node-1-")]
+    assert [c.name.rsplit("gpu-node-1-", 1)[1] for c in node1] == [
+        "nouveau",
+        "sysctl",
+        "driver-check",
+        "nvidia-services",
+        "container-toolkit",
+    ]
+    for before, after in zip(node1, node1[1:], strict=False):
+        assert before.urn in after.dependencies, f"{after.name} runs after {before.name}"
+
+
+def test_driver_check_gets_the_cuda_minimum_and_the_declared_version(prod: ProgramRun) -> None:
+    check = prod.one(COMMAND, "host-preparation-gpu-node-2-driver-check").inputs["create"]
+    assert "export REQUIRED_MIN_DRIVER=570.26\n" in check, "CUDA 12.8 (strict) needs 570.26"
+    assert "export EXPECTED_DRIVER_VERSION=580.95.05\n" in check
+
+
+def test_commands_rerun_when_their_text_changes(prod: ProgramRun) -> None:
+    for registration in prod.by_type(COMMAND):
+        create = registration.inputs["create"]
+        assert registration.inputs["triggers"] == [hashlib.sha256(create.encode()).hexdigest()]
+        assert create.startswith("#!")
+
+
+def test_ssh_keys_stay_secret(prod: ProgramRun) -> None:
+    command = prod.one(COMMAND, "host-preparation-gpu-node-1-sysctl")
+    connection = command.masked_inputs["connection"]
+    assert connection["privateKey"] == "[secret]"
+    assert connection["proxy"]["privateKey"] == "[secret]"
+    assert command.inputs["connection"]["proxy"]["host"] == "bastion.prod.example.com"
+    plain = command.inputs["connection"]
+    assert plain["host"] == "192.0.2.11" and plain["user"] == "cloud-user"
+    assert command.inputs["connection"]["privateKey"] not in "\n".join(preview_files(prod).values())
+
+
+def test_node_labels_through_a_fixed_field_manager(prod: ProgramRun) -> None:
+    patch = prod.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-3").inputs["metadata"]
+    assert patch["name"] == "gpu-node-3"
+    assert patch["labels"]["gpu-platform.io/gpu-model"] == "H100-80GB"
+    assert patch["labels"]["gpu-platform.io/gpu"] == "true"
+    assert patch["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform"
+
+
+def test_operator_runs_in_host_driver_mode_without_its_toolkit(prod: ProgramRun) -> None:
+    values = prod.one("kubernetes:helm.sh/v3:Release", "gpu-operator-release").inputs["values"]
+    assert values["driver"] == {"enabled": False}
+    assert values["toolkit"] == {"enabled": False}, "host preparation configures containerd"
+    assert values["validator"]["driver"]["env"] == [{"name": "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value": "true"}]
+    release = prod.one("kubernetes:helm.sh/v3:Release", "gpu-operator-release")
+    assert prod.one(COMMAND, "host-preparation-gpu-node-3-container-toolkit").urn in release.dependencies
+
+
+def refusal(raw: dict[str, Any]) -> list[str]:
+    with pytest.raises(StackConfigError) as caught:
+        parse_stack_config(raw)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_unsigned_modules_need_explicit_permission() -> None:
+    raw = set_path(stack_raw("prod"), "bareMetal.hostPreparation.kernelArgs", ["module.sig_enforce=0"])
+    (line,) = refusal(raw)
+    assert line.startswith(
+        "bareMetal.hostPreparation.kernelArgs[0]: module.sig_enforce=0 lets the kernel load unsigned modules"
+    )
+    assert parse_stack_config(set_path(raw, "bareMetal.hostPreparation.allowUnsignedModules", True))
+
+
+def test_operator_toolkit_and_host_containerd_config_cannot_both_run() -> None:
+    (line,) = refusal(set_path(stack_raw("prod"), "gpuOperator.toolkit", True))
+    assert line.startswith("gpuOperator.toolkit: true would make the operator's container toolkit and host preparation")
+
+
+def test_host_driver_below_the_cuda_minimum_is_refused() -> None:
+    (line,) = refusal(set_path(stack_raw("prod"), "gpuOperator.hostDriver.version", "565.57.01"))
+    assert line.startswith("gpuOperator.hostDriver.version: driver 565.57.01 is too old for CUDA 12.8 workloads")
+
+
+def test_node_refusals() -> None:
+    raw = stack_raw("prod")
+    nodes = raw["bareMetal"]["nodes"]
+    lines = refusal(set_path(raw, "bareMetal.nodes", [*nodes, {**nodes[0], "gpuModel": "H100"}]))
+    assert "bareMetal.nodes[3].name: node 'gpu-node-1' is listed twice" in lines
+    assert any(
+        line.startswith("bareMetal.nodes[3].gpuModel: 'H100' is not a known GPU model; allowed:") for line in lines
+    )
+
+
+def test_bare_metal_cluster_needs_its_nodes() -> None:
+    raw = stack_raw("prod")
+    del raw["bareMetal"]
+    assert "bareMetal: is required when cluster.kind is bare-metal (the nodes and how to reach them)" in refusal(raw)
