@@ -15,8 +15,8 @@ from typing import Any
 import pulumi
 from pydantic import Field, ValidationError
 
-from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.bare_metal_config import BareMetalConfig
+from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.cluster_config import ClusterConfig
 from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
 from components.gpu_operator_config import GpuOperatorConfig

@@ -13,11 +13,11 @@ import pulumi
 from components.bare_metal_nodes import BareMetalNodeLabels, NodeLabelsArgs
 from components.catalog.drivers import minimum_driver
 from components.cluster_access import ClusterAccess, ClusterAccessArgs
-from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.config import StackConfig
 from components.gpu_fleet import gpu_pools
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.gpu_operator_values import DriverPlan, build_values, driver_plan
+from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.kubeflow import Kubeflow, KubeflowArgs
 from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ def test_every_node_gets_every_step_in_order(prod: ProgramRun) -> None:
         "nvidia-services",
         "container-toolkit",
     ]
-    for before, after in zip(node1, node1[1:], strict=False):
+    for before, after in itertools.pairwise(node1):
         assert before.urn in after.dependencies, f"{after.name} runs after {before.name}"
 
 
