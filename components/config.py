@@ -20,6 +20,7 @@ from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_
 from components.cluster_config import ClusterConfig
 from components.config_base import ConfigModel, Problem, StackConfigError, join_path, problems_from_validation_error
 from components.gpu_operator_config import GpuOperatorConfig
+from components.host_driver_removal_config import HostDriverRemovalConfig
 from components.kubeflow_config import KubeflowConfig
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
 
@@ -57,6 +58,7 @@ class StackConfig(ConfigModel):
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
     bare_metal: BareMetalConfig | None = None
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
+    host_driver_removal: HostDriverRemovalConfig = HostDriverRemovalConfig()
     kubeflow: KubeflowConfig | None = None
 
     def secret_keys(self) -> set[str]:

@@ -17,6 +17,7 @@ import pulumi
 
 from components import yandex_sdk
 from components.catalog.kubernetes import tolerations_for
+from components.host_driver_removal_contract import OPT_IN_LABEL, OPT_IN_VALUE
 from components.labels import GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 from components.node_group_config import NodeGroupConfig
 
@@ -50,6 +51,8 @@ def cloud_name(cluster_name: str, group_name: str, group: NodeGroupConfig) -> st
 def node_labels(group_name: str, group: NodeGroupConfig) -> dict[str, str]:
     """Kubernetes labels every node of the group gets at creation (autoscaled nodes included)."""
     labels = {NODE_GROUP_LABEL: group_name, GPU_MODEL_LABEL: group.model.key, GPU_NODE_LABEL: "true"}
+    if group.host_driver_removal:
+        labels[OPT_IN_LABEL] = OPT_IN_VALUE
     labels.update(group.labels)
     return dict(sorted(labels.items()))
 

@@ -17,6 +17,7 @@ from components.config import StackConfig
 from components.gpu_fleet import gpu_pools
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.gpu_operator_values import DriverPlan, build_values, driver_plan
+from components.host_driver_removal import HostDriverRemoval, HostDriverRemovalArgs
 from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.kubeflow import Kubeflow, KubeflowArgs
 from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
@@ -33,6 +34,7 @@ class Platform:
     driver: DriverPlan | None = None
     kubeflow: Kubeflow | None = None
     host_preparation: HostPreparation | None = None
+    host_driver_removal: HostDriverRemoval | None = None
     node_labels: BareMetalNodeLabels | None = None
 
 
@@ -73,6 +75,18 @@ def build_platform(stack: StackConfig) -> Platform:
                 gpu_models=sorted({pool.model.key for pool in pools}),
                 provider=access.provider,
                 depends_on=operator_prerequisites,
+            ),
+        )
+    removal_pools = [pool for pool in pools if pool.host_driver_removal]
+    if removal_pools and platform.gpu_operator is not None:
+        platform.host_driver_removal = HostDriverRemoval(
+            "host-driver-removal",
+            HostDriverRemovalArgs(
+                config=stack.host_driver_removal,
+                taints=[taint for pool in removal_pools for taint in pool.taints],
+                operator_namespace=stack.gpu_operator.namespace,
+                provider=access.provider,
+                depends_on=[platform.gpu_operator],
             ),
         )
     kubeflow = stack.kubeflow
