@@ -16,6 +16,7 @@ from pydantic import Field
 from components.catalog.gpus import GPU_MODELS
 from components.catalog.kubernetes import TaintFormatError, parse_taint
 from components.config_base import ConfigModel, Problem, join_path, label_problems
+from components.mig_config import MigConfig
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _KERNEL_ARG = re.compile(r"^[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:/@+-]*)?$")
@@ -66,6 +67,7 @@ class BareMetalNode(ConfigModel):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[str] = Field(default_factory=list, description="taints the node already carries (for tolerations)")
     nvswitch: Literal["auto", "true", "false"] | None = None
+    mig: MigConfig | None = None
 
 
 class BareMetalConfig(ConfigModel):

@@ -22,6 +22,7 @@ from components.config_base import ConfigModel, Problem, StackConfigError, join_
 from components.gpu_operator_config import GpuOperatorConfig
 from components.host_driver_removal_config import HostDriverRemovalConfig
 from components.kubeflow_config import KubeflowConfig
+from components.mig_config import MigSettings
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
 
 PROJECT = "gpu-platform"
@@ -60,6 +61,7 @@ class StackConfig(ConfigModel):
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
     host_driver_removal: HostDriverRemovalConfig = HostDriverRemovalConfig()
     kubeflow: KubeflowConfig | None = None
+    mig: MigSettings = MigSettings()
 
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
@@ -97,9 +99,11 @@ class StackConfig(ConfigModel):
     def fleet_problems(self) -> Iterator[Problem]:
         """Checks across sections; they assume each section is valid on its own."""
         from components.gpu_operator_values import driver_problems, extra_values_problems
+        from components.mig import mig_problems
 
         yield from driver_problems(self)
         yield from extra_values_problems(self.gpu_operator)
+        yield from mig_problems(self)
 
 
 def top_level_keys() -> list[str]:

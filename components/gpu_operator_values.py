@@ -170,7 +170,7 @@ def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def build_values(stack: StackConfig, mig_values: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_values(stack: StackConfig) -> dict[str, Any]:
     """The complete Helm values of the release (call only for a stack whose problems are empty)."""
     operator = stack.gpu_operator
     pools = gpu_pools(stack)
@@ -217,8 +217,9 @@ def build_values(stack: StackConfig, mig_values: dict[str, Any] | None = None) -
         disable_symlinks = plan.owner == "host"
     if disable_symlinks:
         values["validator"] = {"driver": {"env": [{"name": "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value": "true"}]}}
-    if mig_values:
-        values = _deep_merge(values, mig_values)
+    from components.mig import mig_values, plan_mig
+
+    values = _deep_merge(values, mig_values(stack, plan_mig(stack)[0]))
     return _deep_merge(values, operator.extra_values)
 
 

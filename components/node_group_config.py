@@ -18,6 +18,7 @@ from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
 from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
 from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
 from components.config_base import ConfigModel, Problem, join_path, label_problems
+from components.mig_config import MigConfig
 
 GpuEnvironment = Literal["runc", "runc_drivers_cuda"]
 DiskType = Literal["network-hdd", "network-ssd", "network-ssd-nonreplicated", "network-ssd-io-m3"]
@@ -151,6 +152,7 @@ class NodeGroupConfig(ConfigModel):
     kubernetes_version: str | None = None
     security_group_ids: list[str] = Field(default_factory=list)
     nat: bool = False
+    mig: MigConfig | None = None
     host_driver_removal: bool = Field(
         default=False,
         description="hand nodes with a preinstalled driver over to the GPU Operator (runc_drivers_cuda only)",

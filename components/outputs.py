@@ -12,7 +12,8 @@ import pulumi
 
 from components.catalog.gpu_operator_chart import GPU_RESOURCE
 from components.kubeflow import DEX_ISSUER, kubeflow_namespaces
-from components.node_group import node_labels, replacement_fields, scheduling
+from components.mig import demand_outputs, mig_outputs
+from components.node_group import replacement_fields, scheduling
 from components.platform import Platform
 
 CONTRACT_VERSION = "1"
@@ -34,7 +35,7 @@ def node_group_outputs(platform: Platform) -> dict[str, Any]:
             "gpuEnvironment": group.gpu_environment,
             "preemptible": group.preemptible,
             "taints": list(group.taints),
-            "labels": node_labels(name, group),
+            "labels": component.labels,
             "scheduling": scheduling(name, group),
             "replacementFields": replacement_fields(group),
         }
@@ -91,3 +92,7 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("gpuNodeGroups", node_group_outputs(platform))
     pulumi.export("gpuOperator", gpu_operator_outputs(platform))
     pulumi.export("kubeflow", kubeflow_outputs(platform))
+    pulumi.export(
+        "mig",
+        {"strategy": platform.mig.strategy, "pools": mig_outputs(platform.mig), "demand": demand_outputs(platform.mig)},
+    )

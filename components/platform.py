@@ -20,6 +20,7 @@ from components.gpu_operator_values import DriverPlan, build_values, driver_plan
 from components.host_driver_removal import HostDriverRemoval, HostDriverRemovalArgs
 from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.kubeflow import Kubeflow, KubeflowArgs
+from components.mig import MigPlanResult, plan_mig
 from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
 
 
@@ -29,6 +30,7 @@ class Platform:
 
     config: StackConfig
     access: ClusterAccess
+    mig: MigPlanResult
     node_groups: dict[str, GpuNodeGroup] = field(default_factory=dict)
     gpu_operator: GpuOperator | None = None
     driver: DriverPlan | None = None
@@ -45,7 +47,8 @@ def build_platform(stack: StackConfig) -> Platform:
     if cluster.bare_metal is not None:
         kubeconfig = pulumi.Config().require_secret(cluster.bare_metal.kubeconfig_secret)
     access = ClusterAccess(cluster.name, ClusterAccessArgs(cluster=cluster, kubeconfig=kubeconfig))
-    platform = Platform(config=stack, access=access)
+    mig, _ = plan_mig(stack)  # the config check already refused any MIG problem
+    platform = Platform(config=stack, access=access, mig=mig)
     for group_name, group in sorted(stack.node_groups.items()):
         platform.node_groups[group_name] = GpuNodeGroup(
             f"gpu-{group_name}",
@@ -55,6 +58,7 @@ def build_platform(stack: StackConfig) -> Platform:
                 cluster_id=access.cluster_id,
                 cluster_name=cluster.name,
                 kubernetes_version=cluster.kubernetes_version,
+                extra_labels=mig.labels(group_name),
                 environment=stack.environment.name,
                 production=stack.environment.production,
             ),
@@ -132,7 +136,12 @@ def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]
         )
         created.append(platform.host_preparation)
     platform.node_labels = BareMetalNodeLabels(
-        "gpu-nodes", NodeLabelsArgs(nodes=list(bare_metal.nodes), provider=platform.access.provider)
+        "gpu-nodes",
+        NodeLabelsArgs(
+            nodes=list(bare_metal.nodes),
+            provider=platform.access.provider,
+            extra_labels={node.name: platform.mig.labels(node.name) for node in bare_metal.nodes},
+        ),
     )
     created.append(platform.node_labels)
     return created

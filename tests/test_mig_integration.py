@@ -1,0 +1,132 @@
+"""MIG as code in the program: node labels, the mig-parted config in the operator values, outputs, refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from components.catalog import mig as catalog
+from components.config import parse_stack_config
+from components.config_base import StackConfigError
+from components.offline.runner import ProgramRun, run_program
+from tests.helpers import set_path, stack_raw
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_GROUP = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
+
+
+@pytest.fixture(scope="module")
+def dev() -> ProgramRun:
+    return run_program("dev")
+
+
+@pytest.fixture(scope="module")
+def prod() -> ProgramRun:
+    return run_program("prod")
+
+
+def test_yandex_a100_group_gets_its_mig_label_at_creation(dev: ProgramRun) -> None:
+    labels = dev.one(NODE_GROUP, "gpu-a100-group").inputs["nodeLabels"]
+    assert labels["nvidia.com/mig.config"] == "all-1g.10gb"
+    assert "nvidia.com/mig.config" not in dev.one(NODE_GROUP, "gpu-v100-group").inputs["nodeLabels"], "V100 has no MIG"
+
+
+def test_named_layouts_alone_use_the_operators_own_config(dev: ProgramRun) -> None:
+    values = dev.one(RELEASE, "gpu-operator-release").inputs["values"]
+    assert values["mig"] == {"strategy": "single"}
+    assert "config" not in values["migManager"]
+    assert dev.outputs["mig"]["pools"]["a100"]["resourcesPerNode"] == {"nvidia.com/gpu": 7}
+
+
+def test_bare_metal_nodes_get_labels_through_node_patches(prod: ProgramRun) -> None:
+    labels = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]["nvidia.com/mig.config"]
+        for r in prod.by_type("kubernetes:core/v1:NodePatch")
+    }
+    assert labels == {
+        "gpu-node-1": "all-1g.10gb",
+        "gpu-node-2": "gpu-platform-gpu-node-2",
+        "gpu-node-3": "gpu-platform-gpu-node-3",
+    }
+
+
+def test_custom_layouts_ship_a_mig_parted_config_every_entry_placeable(prod: ProgramRun) -> None:
+    values = prod.one(RELEASE, "gpu-operator-release").inputs["values"]
+    assert values["mig"] == {"strategy": "mixed"}
+    config = values["migManager"]["config"]
+    assert (
+        config["create"] is True and config["name"] == "gpu-platform-mig-config" and config["default"] == "all-disabled"
+    )
+    parted = yaml.safe_load(config["data"]["config.yaml"])
+    assert parted["version"] == "v1"
+    assert set(parted["mig-configs"]) == {
+        "all-disabled",
+        "all-1g.10gb",
+        "gpu-platform-gpu-node-2",
+        "gpu-platform-gpu-node-3",
+    }
+    for entries in parted["mig-configs"].values():
+        for entry in entries:
+            if entry["mig-enabled"]:
+                assert catalog.is_placeable("H100-80GB", entry["mig-devices"])
+    node3 = parted["mig-configs"]["gpu-platform-gpu-node-3"]
+    assert [e["devices"] for e in node3] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert [e["mig-enabled"] for e in node3] == [True, False]
+
+
+def test_outputs_tell_other_teams_what_to_request(prod: ProgramRun) -> None:
+    pools = prod.outputs["mig"]["pools"]
+    assert pools["gpu-node-1"]["resourcesPerNode"] == {"nvidia.com/mig-1g.10gb": 56}
+    assert pools["gpu-node-3"]["resourcesPerNode"] == {"nvidia.com/gpu": 4, "nvidia.com/mig-3g.40gb": 8}
+    assert pools["gpu-node-2"]["podResources"] == {"limits": {"nvidia.com/mig-1g.10gb": 1}}
+    (demand,) = prod.outputs["mig"]["demand"]
+    assert demand["gpusUsed"] == demand["lowerBound"] == 11 and demand["fleetGpus"] == 24
+
+
+def refusal(raw: dict[str, Any]) -> list[str]:
+    with pytest.raises(StackConfigError) as caught:
+        parse_stack_config(raw)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_v100_group_asking_for_mig_is_refused() -> None:
+    (line,) = refusal(set_path(stack_raw("dev"), "nodeGroups.v100.mig", {"layout": "all-1g.10gb"}))
+    assert line.startswith("nodeGroups.v100.mig: the platform of nodeGroups.v100 does not offer MIG")
+
+
+def test_unplaceable_custom_layout_names_the_node_model_and_reason() -> None:
+    raw = set_path(stack_raw("prod"), "bareMetal.nodes.1.mig", {"custom": {"4g.40gb": 1, "3g.40gb": 1, "1g.10gb": 1}})
+    (line,) = refusal(raw)
+    assert line.startswith("bareMetal.nodes[1].mig: bareMetal.nodes[1] (H100-80GB):")
+
+
+def test_layout_not_defined_for_the_model() -> None:
+    (line,) = refusal(set_path(stack_raw("prod"), "bareMetal.nodes.0.mig", {"layout": "all-1g.5gb"}))
+    assert line.startswith("bareMetal.nodes[0].mig: bareMetal.nodes[0] (H100-80GB):") and "all-1g.10gb" in line
+
+
+def test_gpu_index_outside_the_node() -> None:
+    raw = set_path(stack_raw("prod"), "bareMetal.nodes.2.mig", {"perGpu": [{"devices": [8], "layout": {"1g.10gb": 7}}]})
+    (line,) = refusal(raw)
+    assert "GPU index 8 does not exist; the node has GPUs 0-7" in line
+
+
+def test_single_strategy_cannot_serve_mixed_layouts() -> None:
+    (line,) = refusal(set_path(stack_raw("prod"), "mig.strategy", "single"))
+    assert line.startswith("mig.strategy: single cannot serve GPUs with several profile types")
+
+
+def test_demand_the_fleet_cannot_hold_states_the_shortfall() -> None:
+    raw = set_path(stack_raw("prod"), "mig.demand", [{"gpuModel": "H100-80GB", "profiles": {"7g.80gb": 30}}])
+    (line,) = refusal(raw)
+    assert line.startswith("mig.demand[0]:") and "fleet has 24" in line and "short by 6" in line
+
+
+def test_removing_a_layout_returns_the_node_to_all_disabled() -> None:
+    raw = stack_raw("prod")
+    del raw["bareMetal"]["nodes"][0]["mig"]
+    run = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"]})
+    patch = run.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
+    assert patch["nvidia.com/mig.config"] == "all-disabled"
