@@ -27,10 +27,11 @@ def _run(**overrides: Any) -> ProgramRun:
 
 
 def _preinstalled_host_mode() -> dict[str, Any]:
-    """dev, but the V100 group keeps the image's driver and the hosts own it."""
+    """dev, but every group keeps the image's driver and the hosts own it."""
     config = _dev_config()
     groups = copy.deepcopy(config["gpu-platform:nodeGroups"])
-    groups["v100"]["gpuEnvironment"] = "runc_drivers_cuda"
+    for group in groups.values():
+        group["gpuEnvironment"] = "runc_drivers_cuda"
     operator = {"driver": {"owner": "host"}, "hostDriver": {"version": "580.95.05"}, "toolkit": False}
     return {"nodeGroups": groups, "gpuOperator": operator}
 
