@@ -23,6 +23,7 @@ from components.gpu_operator_config import GpuOperatorConfig
 from components.host_driver_removal_config import HostDriverRemovalConfig
 from components.kubeflow_config import KubeflowConfig
 from components.mig_config import MigSettings
+from components.smoke_test_config import SmokeTestConfig
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
 
 PROJECT = "gpu-platform"
@@ -62,6 +63,7 @@ class StackConfig(ConfigModel):
     host_driver_removal: HostDriverRemovalConfig = HostDriverRemovalConfig()
     kubeflow: KubeflowConfig | None = None
     mig: MigSettings = MigSettings()
+    smoke_test: SmokeTestConfig = SmokeTestConfig()
 
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""

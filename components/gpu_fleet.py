@@ -8,11 +8,13 @@ whether the nodes come from a cloud or a rack.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from components.catalog.gpus import GpuModel, gpu_model
-from components.catalog.kubernetes import Taint, parse_taint
+from components.catalog.kubernetes import Taint, parse_taint, tolerations_for
 from components.config import StackConfig
 from components.config_base import join_path
+from components.labels import NODE_GROUP_LABEL
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class GpuPool:
     preinstalled_driver: bool
     host_driver_removal: bool = False
     labels: dict[str, str] = field(default_factory=dict)
+    bare_metal: bool = False
 
 
 def gpu_pools(stack: StackConfig) -> list[GpuPool]:
@@ -58,6 +61,7 @@ def gpu_pools(stack: StackConfig) -> list[GpuPool]:
                 taints=tuple(parse_taint(text) for text in node.taints),
                 preinstalled_driver=True,
                 labels=dict(node.labels),
+                bare_metal=True,
             )
             for index, node in enumerate(stack.bare_metal.nodes)
         )
@@ -67,3 +71,9 @@ def gpu_pools(stack: StackConfig) -> list[GpuPool]:
 def gpu_taints(pools: list[GpuPool]) -> list[Taint]:
     """Every distinct taint carried by GPU nodes, in a stable order."""
     return sorted({taint for pool in pools for taint in pool.taints}, key=str)
+
+
+def pool_scheduling(pool: GpuPool) -> dict[str, Any]:
+    """What a pod needs to land on the pool: a node selector and a toleration for each taint."""
+    selector = {"kubernetes.io/hostname": pool.name} if pool.bare_metal else {NODE_GROUP_LABEL: pool.name}
+    return {"nodeSelector": selector, "tolerations": tolerations_for(pool.taints)}

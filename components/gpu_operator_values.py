@@ -101,6 +101,13 @@ def driver_problems(stack: StackConfig) -> Iterator[Problem]:
         if problem:
             users = ", ".join(p.config_path for p in pools if p.model.architecture == architecture)
             yield Problem(plan.config_key, f"{problem}{default_note}; used by {users}")
+    if stack.smoke_test.enabled:
+        smoke = cuda_problem(plan.version, stack.smoke_test.image_cuda, stack.cuda.check)
+        if smoke:
+            yield Problem(
+                "smokeTest.imageCuda",
+                f"the smoke-test image cannot run: {smoke}; pick an image built with an older CUDA",
+            )
     cuda = cuda_problem(plan.version, stack.cuda.version, stack.cuda.check)
     if cuda:
         yield Problem(plan.config_key, f"{cuda}{default_note}; the workloads' CUDA is set in cuda.version")

@@ -11,8 +11,9 @@ from pydantic import Field
 
 from components.config_base import ConfigModel
 
-# alpine/k8s carries bash, kubectl and busybox's chroot/nsenter: everything the script calls.
-DEFAULT_IMAGE = "docker.io/alpine/k8s:1.31.4"
+# The script needs bash >= 4.4, GNU coreutils (date -d, timeout), grep, chroot, nsenter (util-linux)
+# and kubectl. bitnami/kubectl is Debian-based: util-linux and coreutils are essential packages there.
+DEFAULT_IMAGE = "docker.io/bitnami/kubectl:1.31.4"
 
 
 class HostDriverRemovalConfig(ConfigModel):

@@ -14,7 +14,7 @@ from components.bare_metal_nodes import BareMetalNodeLabels, NodeLabelsArgs
 from components.catalog.drivers import minimum_driver
 from components.cluster_access import ClusterAccess, ClusterAccessArgs
 from components.config import StackConfig
-from components.gpu_fleet import gpu_pools
+from components.gpu_fleet import gpu_pools, pool_scheduling
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.gpu_operator_values import DriverPlan, build_values, driver_plan
 from components.host_driver_removal import HostDriverRemoval, HostDriverRemovalArgs
@@ -22,6 +22,7 @@ from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.kubeflow import Kubeflow, KubeflowArgs
 from components.mig import MigPlanResult, plan_mig
 from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
+from components.smoke_test import GpuSmokeTest, SmokeTarget, SmokeTestArgs
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Platform:
     host_preparation: HostPreparation | None = None
     host_driver_removal: HostDriverRemoval | None = None
     node_labels: BareMetalNodeLabels | None = None
+    smoke_test: GpuSmokeTest | None = None
 
 
 def build_platform(stack: StackConfig) -> Platform:
@@ -93,6 +95,17 @@ def build_platform(stack: StackConfig) -> Platform:
                 depends_on=[platform.gpu_operator],
             ),
         )
+    if stack.smoke_test.enabled and platform.gpu_operator is not None:
+        platform.smoke_test = GpuSmokeTest(
+            "gpu-smoke-test",
+            SmokeTestArgs(
+                config=stack.smoke_test,
+                targets=smoke_targets(stack, platform.mig),
+                namespace=stack.gpu_operator.namespace,
+                provider=access.provider,
+                depends_on=[platform.gpu_operator, *operator_prerequisites],
+            ),
+        )
     kubeflow = stack.kubeflow
     if kubeflow is not None and kubeflow.enabled:
         secrets = pulumi.Config()
@@ -145,3 +158,24 @@ def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]
     )
     created.append(platform.node_labels)
     return created
+
+
+def smoke_targets(stack: StackConfig, mig: MigPlanResult) -> list[SmokeTarget]:
+    """One target per GPU pool and per GPU resource it advertises (each MIG profile in use)."""
+    targets: list[SmokeTarget] = []
+    for pool in gpu_pools(stack):
+        if pool.name in stack.smoke_test.skip_pools:
+            continue
+        decision = mig.pools.get(pool.name)
+        resources = list(decision.resources(mig.strategy)) if decision else ["nvidia.com/gpu"]
+        scheduling = pool_scheduling(pool)
+        targets.extend(
+            SmokeTarget(
+                pool=pool.name,
+                resource=resource,
+                node_selector=scheduling["nodeSelector"],
+                tolerations=scheduling["tolerations"],
+            )
+            for resource in resources
+        )
+    return targets

@@ -140,7 +140,8 @@ def test_chart_default_driver_is_refused_for_v100_with_advice() -> None:
 
 def test_cuda_12_8_workloads_cannot_run_on_a_550_driver() -> None:
     raw = set_path(stack_raw("dev"), "cuda.version", "12.8")
-    (line,) = refusal(set_path(raw, "gpuOperator.driver.version", "550.144.03"))
+    lines = refusal(set_path(raw, "gpuOperator.driver.version", "550.144.03"))
+    (line,) = [line for line in lines if line.startswith("gpuOperator.driver.version:")]
     assert line.startswith("gpuOperator.driver.version: driver 550.144.03 is too old for CUDA 12.8 workloads")
     assert "570.26" in line
 
@@ -148,8 +149,11 @@ def test_cuda_12_8_workloads_cannot_run_on_a_550_driver() -> None:
 def test_host_driver_is_checked_like_the_operators() -> None:
     raw = {**stack_raw("dev"), **_preinstalled_host_mode()}
     raw = set_path(raw, "cuda.version", "12.8")
-    (line,) = refusal(set_path(raw, "gpuOperator.hostDriver.version", "550.144.03"))
-    assert line.startswith("gpuOperator.hostDriver.version: driver 550.144.03 is too old for CUDA 12.8")
+    lines = refusal(set_path(raw, "gpuOperator.hostDriver.version", "550.144.03"))
+    assert any(
+        line.startswith("gpuOperator.hostDriver.version: driver 550.144.03 is too old for CUDA 12.8") for line in lines
+    )
+    assert any(line.startswith("smokeTest.imageCuda: the smoke-test image cannot run") for line in lines)
 
 
 def test_host_mode_needs_the_declared_host_driver() -> None:

@@ -1,0 +1,75 @@
+"""The GPU smoke test: one awaited Job per pool and MIG profile, scheduled exactly where it must run."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config import parse_stack_config
+from components.config_base import StackConfigError
+from components.offline.runner import ProgramRun, run_program
+from tests.helpers import set_path, stack_raw
+
+JOB = "kubernetes:batch/v1:Job"
+
+
+@pytest.fixture(scope="module")
+def prod() -> ProgramRun:
+    return run_program("prod")
+
+
+def _limits(job: dict) -> dict:
+    return job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+
+
+def test_one_job_per_pool_and_mig_profile(prod: ProgramRun) -> None:
+    jobs = {r.inputs["metadata"]["name"]: r.inputs for r in prod.by_type(JOB)}
+    assert set(jobs) == {
+        "gpu-smoke-gpu-node-1-mig-1g-10gb",
+        "gpu-smoke-gpu-node-2-mig-1g-10gb",
+        "gpu-smoke-gpu-node-2-mig-2g-20gb",
+        "gpu-smoke-gpu-node-2-mig-3g-40gb",
+        "gpu-smoke-gpu-node-3-gpu",
+        "gpu-smoke-gpu-node-3-mig-3g-40gb",
+    }
+    assert _limits(jobs["gpu-smoke-gpu-node-2-mig-2g-20gb"]) == {"nvidia.com/mig-2g.20gb": "1"}
+    assert _limits(jobs["gpu-smoke-gpu-node-3-gpu"]) == {"nvidia.com/gpu": "1"}
+    assert jobs["gpu-smoke-gpu-node-3-gpu"]["spec"]["template"]["spec"]["nodeSelector"] == {
+        "kubernetes.io/hostname": "gpu-node-3"
+    }
+
+
+def test_jobs_tolerate_the_pool_and_use_the_pinned_sample() -> None:
+    dev = run_program("dev")
+    job = dev.one(JOB, "gpu-smoke-test-gpu-smoke-v100-gpu").inputs
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"gpu-platform.io/node-group": "v100"}
+    assert {
+        "key": "gpu-platform.io/workload",
+        "operator": "Equal",
+        "value": "notebooks",
+        "effect": "NoSchedule",
+    } in pod["tolerations"]
+    assert pod["containers"][0]["image"] == "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+    assert pod["restartPolicy"] == "Never"
+    assert job["spec"]["ttlSecondsAfterFinished"] == 86400.0
+    assert job["spec"]["activeDeadlineSeconds"] == 1200.0
+
+
+def test_jobs_wait_for_the_operator(prod: ProgramRun) -> None:
+    release = prod.one("kubernetes:helm.sh/v3:Release", "gpu-operator-release")
+    for job in prod.by_type(JOB):
+        assert release.urn in job.dependencies
+
+
+def test_disabled_and_skipped_pools() -> None:
+    run = run_program("dev", overrides={"gpu-platform:smokeTest": {"skipPools": ["a100"]}})
+    assert [r.inputs["metadata"]["name"] for r in run.by_type(JOB)] == ["gpu-smoke-v100-gpu"]
+    assert not run_program("dev", overrides={"gpu-platform:smokeTest": {"enabled": False}}).by_type(JOB)
+
+
+def test_smoke_image_newer_than_the_driver_is_refused() -> None:
+    with pytest.raises(StackConfigError) as caught:
+        parse_stack_config(set_path(stack_raw("dev"), "smokeTest", {"image": "example/cuda13:1", "imageCuda": "13.2"}))
+    assert "smokeTest.imageCuda: the smoke-test image cannot run: driver 580.95.05 is too old for CUDA 13.2" in str(
+        caught.value
+    )
