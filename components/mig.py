@@ -201,21 +201,6 @@ def mig_values(stack: StackConfig, result: MigPlanResult) -> dict[str, Any]:
     return values
 
 
-def mig_outputs(result: MigPlanResult) -> dict[str, Any]:
-    """Per pool: the MIG config name, the resources one node advertises and a pod snippet for one slice."""
-    outputs: dict[str, Any] = {}
-    for name, decision in sorted(result.pools.items()):
-        resources = decision.resources(result.strategy)
-        slice_resource = next((r for r in resources if r.startswith("nvidia.com/mig-")), next(iter(resources), None))
-        outputs[name] = {
-            "migConfig": decision.config_name,
-            "strategy": result.strategy,
-            "resourcesPerNode": resources,
-            "podResources": {"limits": {slice_resource: 1}} if slice_resource else {},
-        }
-    return outputs
-
-
 def demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
     """The planner's answer for each declared demand: GPUs used against the lower bound, per-GPU layouts."""
     return [

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import pulumi
 
 from components import yandex_sdk
-from components.catalog.kubernetes import tolerations_for
 from components.host_driver_removal_contract import OPT_IN_LABEL, OPT_IN_VALUE
 from components.labels import GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 from components.node_group_config import NodeGroupConfig
@@ -55,14 +54,6 @@ def node_labels(group_name: str, group: NodeGroupConfig) -> dict[str, str]:
         labels[OPT_IN_LABEL] = OPT_IN_VALUE
     labels.update(group.labels)
     return dict(sorted(labels.items()))
-
-
-def scheduling(group_name: str, group: NodeGroupConfig) -> dict[str, object]:
-    """What a pod needs to land on this group: a node selector and tolerations for its taints."""
-    return {
-        "nodeSelector": {NODE_GROUP_LABEL: group_name},
-        "tolerations": tolerations_for(group.parsed_taints),
-    }
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Stack outputs: the contract other teams read with ``StackReference``.
 
-Names are camelCase and stable; a breaking change bumps ``contractVersion``. Secrets (the
-kubeconfig) stay Pulumi secrets. docs/outputs.md describes every key.
+Names are camelCase and stable; adding a key keeps ``contractVersion``, renaming or removing one
+bumps it. Secrets (the kubeconfig) stay Pulumi secrets. docs/outputs.md describes every key, and
+tests/contracts/<stack>-outputs.json pins the contract of each example stack.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from typing import Any
 import pulumi
 
 from components.catalog.gpu_operator_chart import GPU_RESOURCE
+from components.gpu_fleet import gpu_pools, pool_scheduling
 from components.kubeflow import DEX_ISSUER, kubeflow_namespaces
-from components.mig import demand_outputs, mig_outputs
-from components.node_group import replacement_fields, scheduling
+from components.mig import demand_outputs
+from components.node_group import replacement_fields
 from components.platform import Platform
 
 CONTRACT_VERSION = "1"
@@ -36,8 +38,34 @@ def node_group_outputs(platform: Platform) -> dict[str, Any]:
             "preemptible": group.preemptible,
             "taints": list(group.taints),
             "labels": component.labels,
-            "scheduling": scheduling(name, group),
+            "scheduling": _scheduling(platform, name),
             "replacementFields": replacement_fields(group),
+        }
+    return result
+
+
+def _scheduling(platform: Platform, pool_name: str) -> dict[str, Any]:
+    pool = next(p for p in gpu_pools(platform.config) if p.name == pool_name)
+    return pool_scheduling(pool)
+
+
+def gpu_pool_outputs(platform: Platform) -> dict[str, Any]:
+    """Every GPU pool (Yandex group or bare-metal node): hardware, resources, how to schedule onto it."""
+    result: dict[str, Any] = {}
+    for pool in gpu_pools(platform.config):
+        decision = platform.mig.pools.get(pool.name)
+        resources = decision.resources(platform.mig.strategy) if decision else {GPU_RESOURCE: pool.gpus_per_node}
+        first = next(iter(resources))
+        result[pool.name] = {
+            "source": "bare-metal-node" if pool.bare_metal else "yandex-node-group",
+            "gpuModel": pool.model.key,
+            "gpuArchitecture": pool.model.architecture.value,
+            "gpusPerNode": pool.gpus_per_node,
+            "maxNodes": pool.max_nodes,
+            "migConfig": decision.config_name if decision else None,
+            "resourcesPerNode": resources,
+            "scheduling": pool_scheduling(pool),
+            "podResources": {"limits": {first: 1}},
         }
     return result
 
@@ -54,7 +82,9 @@ def gpu_operator_outputs(platform: Platform) -> dict[str, Any] | None:
         "driverOwner": platform.driver.owner,
         "driverVersion": platform.driver.version,
         "maxCuda": platform.driver.max_cuda,
-        "gpuResourceNames": [GPU_RESOURCE],
+        "gpuResourceNames": sorted(
+            {name for pool in gpu_pool_outputs(platform).values() for name in pool["resourcesPerNode"]}
+        ),
     }
 
 
@@ -89,10 +119,11 @@ def export_outputs(platform: Platform) -> None:
     )
     pulumi.export("kubeconfig", platform.access.kubeconfig)
     pulumi.export("cuda", {"version": stack.cuda.version, "check": stack.cuda.check.value})
+    pulumi.export("gpuPools", gpu_pool_outputs(platform))
     pulumi.export("gpuNodeGroups", node_group_outputs(platform))
     pulumi.export("gpuOperator", gpu_operator_outputs(platform))
     pulumi.export("kubeflow", kubeflow_outputs(platform))
     pulumi.export(
         "mig",
-        {"strategy": platform.mig.strategy, "pools": mig_outputs(platform.mig), "demand": demand_outputs(platform.mig)},
+        {"strategy": platform.mig.strategy, "demand": demand_outputs(platform.mig)},
     )

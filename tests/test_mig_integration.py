@@ -37,7 +37,7 @@ def test_named_layouts_alone_use_the_operators_own_config(dev: ProgramRun) -> No
     values = dev.one(RELEASE, "gpu-operator-release").inputs["values"]
     assert values["mig"] == {"strategy": "single"}
     assert "config" not in values["migManager"]
-    assert dev.outputs["mig"]["pools"]["a100"]["resourcesPerNode"] == {"nvidia.com/gpu": 7}
+    assert dev.outputs["gpuPools"]["a100"]["resourcesPerNode"] == {"nvidia.com/gpu": 7}
 
 
 def test_bare_metal_nodes_get_labels_through_node_patches(prod: ProgramRun) -> None:
@@ -77,7 +77,7 @@ def test_custom_layouts_ship_a_mig_parted_config_every_entry_placeable(prod: Pro
 
 
 def test_outputs_tell_other_teams_what_to_request(prod: ProgramRun) -> None:
-    pools = prod.outputs["mig"]["pools"]
+    pools = prod.outputs["gpuPools"]
     assert pools["gpu-node-1"]["resourcesPerNode"] == {"nvidia.com/mig-1g.10gb": 56}
     assert pools["gpu-node-3"]["resourcesPerNode"] == {"nvidia.com/gpu": 4, "nvidia.com/mig-3g.40gb": 8}
     assert pools["gpu-node-2"]["podResources"] == {"limits": {"nvidia.com/mig-1g.10gb": 1}}
