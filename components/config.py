@@ -23,8 +23,8 @@ from components.gpu_operator_config import GpuOperatorConfig
 from components.host_driver_removal_config import HostDriverRemovalConfig
 from components.kubeflow_config import KubeflowConfig
 from components.mig_config import MigSettings
-from components.smoke_test_config import SmokeTestConfig
 from components.node_group_config import NodeGroupConfig, node_group_name_problem
+from components.smoke_test_config import SmokeTestConfig
 
 PROJECT = "gpu-platform"
 

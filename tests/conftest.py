@@ -6,12 +6,11 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 # Imported now, not lazily at the end of the session: CPython 3.11 can fail to parse (and so to
 # assertion-rewrite) a module imported after Pulumi's RPC threads ran ("AST constructor recursion
 # depth mismatch"), which would turn a green run red in the terminal summary.
 import hypothesis.internal.observability  # noqa: F401
+import pytest
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 
 from components.config import PROJECT

@@ -1,6 +1,8 @@
 """``python -m components.offline [STACK ...]``: the offline preview of one or more stacks.
 
-Exit codes: 0 preview written; 2 invalid stack config (nothing is written); 1 another failure.
+Exit codes: 0 preview written and no mandatory policy violated; 1 another failure; 2 invalid stack
+config (nothing is written) or invalid ``policies/config/<stack>.json``; 3 the preview was written
+but a mandatory CrossGuard policy is violated (see ``build/preview/<stack>/policy-report.json``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from components.offline.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
+from components.offline.policy_gate import write_report as write_policy_report
 from components.offline.render import preview_files, resource_tree, write_files
 from components.offline.replacements import planned_replacements
 from components.offline.runner import REPO_ROOT, run_program
@@ -31,6 +35,14 @@ def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = 
     replacements = planned_replacements(out_dir / "resources.json", run.registrations)
     files = preview_files(run)
     write_files(files, out_dir)
+    try:
+        gate = run_gate(run, root)
+    except PolicyConfigError as error:
+        print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
+        return 2
+    write_policy_report(gate, out_dir)
+    if gate.failed and quiet:
+        print(verdict_table(gate), file=sys.stderr)
     if not quiet:
         print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
         print(resource_tree(run.registrations))
@@ -41,8 +53,9 @@ def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = 
         counts = Counter(r.type for r in run.registrations if r.custom)
         summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
         print(f"{len(run.registrations)} resources ({summary})")
-        print(f"wrote {len(files)} files to {out_dir}")
-    return 0
+        print(f"wrote {len(files) + 1} files to {out_dir}")
+        print(verdict_table(gate))
+    return EXIT_MANDATORY_VIOLATION if gate.failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
