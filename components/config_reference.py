@@ -68,7 +68,7 @@ def _default(field: Any) -> str:
         return f"`{str(default).lower()}`"
     if hasattr(default, "value"):
         return f"`{default.value}`"
-    return f"`{default}`" if default not in ({}, []) else f"`{default}`"
+    return f"`{default}`"
 
 
 def _rows(model: type[BaseModel], prefix: str) -> Iterator[str]:
