@@ -17,6 +17,7 @@ from components import host_driver_removal_contract as contract
 from components.catalog.kubernetes import Taint
 from components.gpu_operator import PSA_PRIVILEGED
 from components.host_driver_removal_config import HostDriverRemovalConfig
+from components.k8s_args import toleration_args
 
 APP_LABEL = {"app.kubernetes.io/name": "host-driver-removal", "app.kubernetes.io/managed-by": "gpu-platform"}
 SCRIPT_KEY = "host-driver-removal.sh"
@@ -163,12 +164,7 @@ class HostDriverRemoval(pulumi.ComponentResource):
                     host_pid=True,
                     priority_class_name="system-node-critical",
                     node_selector={contract.OPT_IN_LABEL: contract.OPT_IN_VALUE},
-                    tolerations=[
-                        k8s.core.v1.TolerationArgs(
-                            key=t["key"], operator=t["operator"], value=t.get("value"), effect=t["effect"]
-                        )
-                        for t in removal_tolerations(args.taints)
-                    ],
+                    tolerations=toleration_args(removal_tolerations(args.taints)),
                     termination_grace_period_seconds=30,
                     containers=[
                         k8s.core.v1.ContainerArgs(

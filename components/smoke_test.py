@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.k8s_args import toleration_args
 from components.smoke_test_config import SmokeTestConfig
 
 
@@ -69,12 +70,7 @@ class GpuSmokeTest(pulumi.ComponentResource):
                         spec=k8s.core.v1.PodSpecArgs(
                             restart_policy="Never",
                             node_selector=target.node_selector,
-                            tolerations=[
-                                k8s.core.v1.TolerationArgs(
-                                    key=t["key"], operator=t["operator"], value=t.get("value"), effect=t["effect"]
-                                )
-                                for t in target.tolerations
-                            ],
+                            tolerations=toleration_args(target.tolerations),
                             containers=[
                                 k8s.core.v1.ContainerArgs(
                                     name="vectoradd",
