@@ -1,0 +1,132 @@
+"""Command line for the MIG catalog: list profiles, check one GPU's layout, plan a demand.
+
+    python -m components.catalog.mig profiles --model H100-80GB
+    python -m components.catalog.mig check --model A100-80GB 4g.40gb=1 3g.40gb=1
+    python -m components.catalog.mig plan --model H100-80GB --gpus 16 1g.10gb=10 3g.40gb=3
+
+Exit codes: 0 done; 1 the answer is "no" (layout cannot be placed, fleet too small);
+2 bad input (unknown model or profile, malformed PROFILE=COUNT). Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from components.catalog.mig.errors import MigError, MigLayoutError, MigPlanError, UnknownMigProfile
+from components.catalog.mig.placement import Placement, place
+from components.catalog.mig.planner import plan
+from components.catalog.mig.profiles import mig_gpu
+
+EXIT_REFUSED = 1
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump), still with exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {message}\n")
+
+
+class _BadInput(Exception):
+    """Malformed command-line input that argparse itself cannot see."""
+
+
+def _counts(items: Sequence[str]) -> dict[str, int]:
+    """``["1g.10gb=10", "3g.40gb=3"]`` -> ``{"1g.10gb": 10, "3g.40gb": 3}``."""
+    counts: dict[str, int] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name or not raw.isdigit():
+            raise _BadInput(f"expected PROFILE=COUNT with COUNT a whole number >= 0, got {item!r}")
+        if name in counts:
+            raise _BadInput(f"profile {name} given twice")
+        counts[name] = int(raw)
+    return counts
+
+
+def _fleet_size(raw: str) -> int:
+    if not raw.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 0, got {raw!r}")
+    return int(raw)
+
+
+def _layout_text(gpu: Placement) -> str:
+    return ", ".join(f"{n} x {name}" for name, n in gpu.layout.items()) or "(empty)"
+
+
+def _profiles(args: argparse.Namespace) -> int:
+    gpu = mig_gpu(args.model)
+    g = gpu.geometry
+    print(
+        f"{gpu.model}: {g.name}, at most {g.max_gpu_instances} GPU instances; PCI ids {', '.join(gpu.pci_device_ids)}"
+    )
+    print(f"{'profile':<12} {'id':>3} {'compute':>7} {'memory':>6} {'max':>3}  starts")
+    for p in gpu.profiles:
+        starts = ",".join(map(str, p.starts))
+        print(
+            f"{p.name:<12} {p.gi_profile_id:>3} {p.compute_slices:>7} {p.memory_slices:>6} {p.max_instances:>3}  {starts}"
+        )
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    placement = place(args.model, _counts(args.layout))
+    print(f"{args.model}: fits: {placement.describe()}")
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    result = plan(args.model, _counts(args.demand), args.gpus)
+    proof = "optimal" if result.optimal else "not proven optimal: search budget reached"
+    print(
+        f"{result.model}: GPUs used {result.gpus_used} of {result.fleet_size}, lower bound {result.lower_bound} ({proof})"
+    )
+    for index, gpu in enumerate(result.gpus):
+        print(f"gpu {index}: {_layout_text(gpu)}  [{gpu.describe()}]")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m components.catalog.mig", description="MIG profiles, placement and planning.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    profiles = commands.add_parser("profiles", help="list a model's GPU-instance profiles")
+    profiles.add_argument("--model", required=True)
+    profiles.set_defaults(run=_profiles)
+
+    check = commands.add_parser("check", help="place one GPU's layout, or say why it cannot be placed")
+    check.add_argument("--model", required=True)
+    check.add_argument("layout", nargs="*", metavar="PROFILE=COUNT")
+    check.set_defaults(run=_check)
+
+    planning = commands.add_parser("plan", help="pack a demand onto the fewest GPUs")
+    planning.add_argument("--model", required=True)
+    planning.add_argument("--gpus", type=_fleet_size, required=True, help="GPUs in the fleet")
+    planning.add_argument("demand", nargs="+", metavar="PROFILE=COUNT")
+    planning.set_defaults(run=_plan)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except (_BadInput, UnknownMigProfile) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (MigLayoutError, MigPlanError) as error:
+        # A well-formed question whose answer is "no" (the CLI already refused malformed counts).
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    except MigError as error:  # unknown model, model without MIG
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
