@@ -38,6 +38,7 @@ format: venv
 bench: venv  ## benchmarks that print figures
 	$(PY) -m benchmarks.bench_preview
 	$(PY) -m benchmarks.bench_mig_planner
+	$(PY) -m benchmarks.bench_policies
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -17,11 +17,12 @@ import pulumi_kubernetes as k8s
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.gpu_operator_contract import contract_for
 from components.gpu_operator_config import GpuOperatorConfig
-from components.labels import FIELD_MANAGER
-
-DRIVER_OWNER_ANNOTATION = "gpu-platform.io/driver-owner"
-DRIVER_VERSION_ANNOTATION = "gpu-platform.io/driver-version"
-GPU_MODELS_ANNOTATION = "gpu-platform.io/gpu-models"
+from components.labels import (
+    DRIVER_OWNER_ANNOTATION,
+    DRIVER_VERSION_ANNOTATION,
+    FIELD_MANAGER,
+    GPU_MODELS_ANNOTATION,
+)
 
 PSA_PRIVILEGED = {
     "pod-security.kubernetes.io/enforce": "privileged",

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import pulumi_yandex_marketmaker as yandex
 
+from components.labels import NODE_GROUP_TYPE
+
+__all__ = ["GET_CLUSTER_TOKEN", "NODE_GROUP_TYPE"]
+
 KubernetesNodeGroup = yandex.KubernetesNodeGroup
 get_kubernetes_cluster_output = yandex.get_kubernetes_cluster_output
 
@@ -29,5 +33,4 @@ NodeGroupMaintenanceWindow = yandex.KubernetesNodeGroupMaintenancePolicyMaintena
 NodeGroupDeployPolicy = yandex.KubernetesNodeGroupDeployPolicyArgs
 
 # Type tokens, for mocks and policies that must recognise these resources.
-NODE_GROUP_TYPE = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
 GET_CLUSTER_TOKEN = "yandex:index/getKubernetesCluster:getKubernetesCluster"

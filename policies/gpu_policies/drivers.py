@@ -1,0 +1,210 @@
+"""Stack rules about the NVIDIA driver: one owner per node, new enough for CUDA, able to drive every GPU.
+
+Why: (1) a Yandex ``runc_drivers_cuda`` node boots with a driver from the image; if the GPU Operator
+also installs one, the operator's driver manager finds the host driver, marks the node
+``pre-installed`` and never manages it again, so the fleet silently runs two driver versions. Such
+nodes must be opted in to the host-driver hand-over. (2) A driver older than the workloads' CUDA
+toolkit fails at run time with "CUDA driver version is insufficient". (3) A driver branch that
+dropped an architecture (R595 and Volta) leaves those nodes with no working GPU at all.
+All facts (CUDA minimums, architecture support, chart default drivers) come from ``components.catalog``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from components.catalog.drivers import (
+    CudaCheckMode,
+    CudaVersionError,
+    architecture_problem,
+    cuda_problem,
+    known_cuda_versions,
+)
+from components.catalog.gpus import Architecture, UnknownGpuModelError, gpu_model
+from components.catalog.versions import is_version
+
+from .facts import StackFacts, stack_facts
+from .names import DRIVER_VERSION_ANNOTATION, GPU_MODEL_LABEL, GPU_MODELS_ANNOTATION, OPT_IN_LABEL, OPT_IN_VALUE
+from .settings import setting
+
+PREINSTALLED_ENVIRONMENT = "runc_drivers_cuda"
+
+
+def _validate_handover(args: StackValidationArgs, report: ReportViolation) -> None:
+    facts = stack_facts(args.resources)
+    operators = [release for release in facts.operator_releases if release.driver_enabled]
+    preinstalled = [g for g in facts.gpu_node_groups if g.gpu_environment == PREINSTALLED_ENVIRONMENT]
+    if not operators or not preinstalled:
+        args.not_applicable("no node group with a preinstalled driver under an operator that installs one")
+    operator = operators[0]
+    for group in preinstalled:
+        if group.node_labels.get(OPT_IN_LABEL) == OPT_IN_VALUE:
+            continue
+        report(
+            f"node group {group.name} boots with a preinstalled driver (gpuEnvironment {PREINSTALLED_ENVIRONMENT}) "
+            f"while GPU Operator release {operator.name} installs its own (driver.enabled is true): the operator "
+            "marks such nodes pre-installed and never manages their driver, so two drivers fight over the fleet; "
+            f"enable host-driver removal (node label {OPT_IN_LABEL}={OPT_IN_VALUE}, config hostDriverRemoval: true) "
+            "or recreate the group with gpuEnvironment runc",
+            group.urn or None,
+        )
+
+
+host_driver_removal_required = StackValidationPolicy(
+    name="host-driver-removal-required",
+    description="Node groups with a preinstalled driver opt in to host-driver removal when the GPU Operator "
+    "installs the driver.",
+    validate=_validate_handover,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.CRITICAL,
+    tags=["gpu", "driver"],
+)
+
+
+@dataclass(frozen=True)
+class DriverSource:
+    """One driver version the stack installs or declares, and where it was read."""
+
+    version: str
+    where: str
+    urn: str
+
+
+def driver_sources(facts: StackFacts) -> list[DriverSource]:
+    """The operator's driver where it installs one; otherwise the version the operator namespace declares."""
+    sources = []
+    for release in facts.operator_releases:
+        if release.driver_enabled:
+            version, where = release.driver_version()
+            if version:
+                sources.append(DriverSource(version, where, release.urn))
+    if any(release.driver_enabled for release in facts.operator_releases):
+        return sources
+    for namespace in facts.driver_namespaces:
+        if namespace.driver_version:
+            where = f"namespace {namespace.name} annotation {DRIVER_VERSION_ANNOTATION}"
+            sources.append(DriverSource(namespace.driver_version, where, namespace.urn))
+    return sources
+
+
+def _report_bad_versions(sources: list[DriverSource], report: ReportViolation) -> list[DriverSource]:
+    good = []
+    for source in sources:
+        if is_version(source.version):
+            good.append(source)
+        else:
+            report(f"{source.where}: {source.version!r} is not a driver version (e.g. 580.95.05)", source.urn or None)
+    return good
+
+
+_CUDA_SCHEMA = PolicyConfigSchema(
+    properties={
+        "requiredCuda": {
+            "type": "string",
+            "pattern": r"^\d+\.\d+(\.\d+)?$",
+            "description": "CUDA version the workloads' images are built with (e.g. 12.6); unset = no check",
+        },
+        "cudaCheck": {
+            "type": "string",
+            "enum": [mode.value for mode in CudaCheckMode],
+            "default": CudaCheckMode.STRICT.value,
+            "description": "strict: the toolkit's own driver; permissive: the minor-version-compatibility floor",
+        },
+    }
+)
+
+
+def _validate_cuda(args: StackValidationArgs, report: ReportViolation) -> None:
+    required = setting(args, _CUDA_SCHEMA, "requiredCuda")
+    if not required:
+        args.not_applicable("requiredCuda is not configured")
+    mode_text = str(setting(args, _CUDA_SCHEMA, "cudaCheck"))
+    try:
+        mode = CudaCheckMode(mode_text)
+    except ValueError:
+        report(f"cudaCheck {mode_text!r} must be one of {', '.join(m.value for m in CudaCheckMode)}", None)
+        return
+    sources = driver_sources(stack_facts(args.resources))
+    if not sources:
+        args.not_applicable("the stack installs and declares no driver version")
+    for source in _report_bad_versions(sources, report):
+        try:
+            problem = cuda_problem(source.version, str(required), mode)
+        except CudaVersionError as error:
+            report(f"requiredCuda: {error} (known: {', '.join(known_cuda_versions())})", None)
+            return
+        if problem:
+            report(f"{source.where}: {problem}", source.urn or None)
+
+
+driver_supports_cuda = StackValidationPolicy(
+    name="driver-supports-cuda",
+    description="The NVIDIA driver the stack installs (or declares) runs workloads built with the required CUDA "
+    "version.",
+    validate=_validate_cuda,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=_CUDA_SCHEMA,
+    tags=["gpu", "driver", "cuda"],
+)
+
+
+def _models(facts: StackFacts) -> dict[str, list[str]]:
+    """GPU model key -> where it was seen (node groups, node patches, the operator namespace)."""
+    seen: dict[str, list[str]] = {}
+    for group in facts.gpu_node_groups:
+        if group.gpu_model:
+            seen.setdefault(group.gpu_model, []).append(f"node group {group.name}")
+    for patch in facts.node_patches:
+        model = patch.labels.get(GPU_MODEL_LABEL, "")
+        if model:
+            seen.setdefault(model, []).append(f"node patch {patch.name}")
+    for namespace in facts.driver_namespaces:
+        for model in namespace.gpu_models:
+            seen.setdefault(model, []).append(f"namespace {namespace.name} annotation {GPU_MODELS_ANNOTATION}")
+    return seen
+
+
+def _validate_architectures(args: StackValidationArgs, report: ReportViolation) -> None:
+    facts = stack_facts(args.resources)
+    sources = driver_sources(facts)
+    models = _models(facts)
+    if not sources or not models:
+        args.not_applicable("the stack declares no driver version or no GPU model")
+    architectures: dict[Architecture, list[str]] = {}
+    for model, places in sorted(models.items()):
+        try:
+            architecture = gpu_model(model).architecture
+        except UnknownGpuModelError as error:
+            report(f"{places[0]}: {error}; the driver cannot be checked against it", None)
+            continue
+        architectures.setdefault(architecture, []).append(model)
+    for source in _report_bad_versions(sources, report):
+        for architecture in sorted(architectures, key=list(Architecture).index):
+            problem = architecture_problem(source.version, architecture)
+            if problem:
+                report(
+                    f"{source.where}: {problem}; affected models: {', '.join(architectures[architecture])}",
+                    source.urn or None,
+                )
+
+
+driver_supports_gpu_architectures = StackValidationPolicy(
+    name="driver-supports-gpu-architectures",
+    description="The NVIDIA driver branch supports every GPU architecture in the stack (R580 is the last for Volta).",
+    validate=_validate_architectures,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.CRITICAL,
+    tags=["gpu", "driver"],
+)
+
+POLICIES = [host_driver_removal_required, driver_supports_cuda, driver_supports_gpu_architectures]

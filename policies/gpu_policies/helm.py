@@ -1,0 +1,132 @@
+"""Helm rules: every release pins one exact chart version and comes from a repository the team trusts.
+
+Why: ``version: "^26.3"`` or an empty version lets ``pulumi up`` install whatever the repository
+serves that day, so two runs of the same commit deploy different charts (and the GPU Operator's
+values contract is written for one exact version). A chart from an unvetted repository runs
+privileged DaemonSets on every GPU node.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
+
+from components.catalog.gpu_operator_chart import CHART_REPO
+
+from .names import HELM_RELEASE_TYPES
+from .props import get, text
+from .settings import setting, string_list
+
+# Helm (Masterminds semver) reads a partial version such as "26.3" as the range 26.3.x, so an exact pin
+# has all three numbers.
+_EXACT_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+
+
+def _release_label(args: ResourceValidationArgs) -> str:
+    chart = text(args.props.get("chart")) or "(no chart)"
+    return f"Helm release {args.name} (chart {chart})"
+
+
+def version_problem(version: Any) -> str | None:
+    """Why ``version`` is not one exact chart version, or None."""
+    if not isinstance(version, str) or not version.strip():
+        return "pins no chart version, so every deploy takes whatever the repository serves as newest"
+    if not _EXACT_VERSION.match(version.strip()):
+        return (
+            f"version {version!r} is a range, not one version (Helm reads ^, ~, >=, *, x and partial versions "
+            "as constraints); pin an exact version such as v26.7.0"
+        )
+    return None
+
+
+def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in HELM_RELEASE_TYPES:
+        return
+    problem = version_problem(args.props.get("version"))
+    if problem:
+        report(f"{_release_label(args)} {problem}", None)
+
+
+helm_chart_version_pinned = ResourceValidationPolicy(
+    name="helm-chart-version-pinned",
+    description="Helm releases pin one exact chart version (no ranges, no empty version).",
+    validate=_validate_pinned,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["helm", "supply-chain"],
+)
+
+_REPOSITORY_SCHEMA = PolicyConfigSchema(
+    properties={
+        "allowedRepositories": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [CHART_REPO],
+            "description": "Helm repository URLs (or oci:// registry paths) releases may install charts from",
+        },
+        "allowLocalCharts": {
+            "type": "boolean",
+            "default": False,
+            "description": "allow charts from a path in the repository (no Helm repository at all)",
+        },
+    }
+)
+
+
+def _normalise(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+def chart_repository(props: Any) -> str:
+    """The repository a release installs from: ``repositoryOpts.repo``, or an OCI chart ref minus its name."""
+    repo = text(get(props, "repositoryOpts", "repo"))
+    if repo:
+        return _normalise(repo)
+    chart = text(get(props, "chart"))
+    if chart.startswith("oci://"):
+        return _normalise(chart).rsplit("/", 1)[0]
+    return ""
+
+
+def _validate_repository(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in HELM_RELEASE_TYPES:
+        return
+    allowed = [_normalise(url) for url in string_list(setting(args, _REPOSITORY_SCHEMA, "allowedRepositories"))]
+    repository = chart_repository(args.props)
+    if not repository:
+        if setting(args, _REPOSITORY_SCHEMA, "allowLocalCharts") is True:
+            return
+        report(
+            f"{_release_label(args)} names no repository (repositoryOpts.repo or an oci:// chart); "
+            f"install it from one of: {', '.join(allowed) or '(none allowed)'}",
+            None,
+        )
+        return
+    if repository not in allowed:
+        report(
+            f"{_release_label(args)} comes from {repository}, which is not an allowed repository; "
+            f"allowed: {', '.join(allowed) or '(none)'} (policy config allowedRepositories)",
+            None,
+        )
+
+
+helm_repository_allowed = ResourceValidationPolicy(
+    name="helm-repository-allowed",
+    description="Helm releases install charts only from allowed repositories.",
+    validate=_validate_repository,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=_REPOSITORY_SCHEMA,
+    tags=["helm", "supply-chain"],
+)
+
+POLICIES = [helm_chart_version_pinned, helm_repository_allowed]

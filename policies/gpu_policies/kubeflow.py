@@ -1,0 +1,176 @@
+"""Kubeflow rules: no credential published in kubeflow/manifests, and Ingresses serve TLS for their hosts.
+
+Why: the upstream example ships a static dex user with password ``12341234``, a public OIDC client
+secret and a public oauth2-proxy cookie secret; anyone who has read the repository can sign in or
+forge sessions on a cluster that kept them. The values to refuse are
+``components.catalog.kubeflow_manifests.PUBLIC_DEFAULT_SECRET_VALUES``; a freshly made bcrypt hash
+of the default password is refused too (it is a new hash of the same public password). Sign-in
+over plain HTTP sends that password and the session cookie in clear text, hence TLS on every host.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import bcrypt
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
+from pulumi_policy.proxy import UnknownValueError
+
+from components.catalog.kubeflow_manifests import (
+    DEFAULT_COOKIE_SECRET,
+    DEFAULT_OIDC_CLIENT_SECRET,
+    DEFAULT_PASSWORD,
+    DEFAULT_PASSWORD_HASH,
+    DEX_PASSWORDS,
+    PUBLIC_DEFAULT_SECRET_VALUES,
+)
+
+from .names import INGRESS_TYPES, SECRET_TYPES
+from .props import get, items, mapping, text
+from .settings import setting, string_list
+
+_WHAT: Mapping[str, str] = {
+    DEFAULT_PASSWORD_HASH: f"the upstream dex password hash (the public password {DEFAULT_PASSWORD})",
+    DEFAULT_OIDC_CLIENT_SECRET: "the OIDC client secret published in kubeflow/manifests",
+    DEFAULT_COOKIE_SECRET: "the oauth2-proxy cookie secret published in kubeflow/manifests",
+}
+_PASSWORD_KEY = next(iter(DEX_PASSWORDS.keys))  # DEX_USER_PASSWORD
+_BCRYPT = re.compile(r"^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$")
+
+
+@functools.lru_cache(maxsize=64)
+def is_hash_of_default_password(value: str) -> bool:
+    """A bcrypt hash of the upstream default password (about half a second per new hash: cached)."""
+    if not _BCRYPT.match(value):
+        return False
+    try:
+        return bcrypt.checkpw(DEFAULT_PASSWORD.encode(), value.encode())
+    except ValueError:
+        return False
+
+
+def _secret_values(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(key, plain value) from stringData and base64-decoded data; values unknown at preview are skipped.
+
+    An unknown value comes from a computation (a RandomPassword, a config secret), never from a literal,
+    so it cannot be a published default.
+    """
+    for source, encoded in (("stringData", False), ("data", True)):
+        try:
+            block = mapping(props.get(source))
+        except UnknownValueError:
+            continue
+        for key in list(block):
+            try:
+                raw = block[key]
+            except UnknownValueError:
+                continue
+            if not isinstance(raw, str):
+                continue
+            if encoded:
+                try:
+                    raw = base64.b64decode(raw, validate=True).decode()
+                except (binascii.Error, UnicodeDecodeError):
+                    continue
+            yield f"{source}.{key}", raw
+
+
+def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in SECRET_TYPES:
+        return
+    metadata = mapping(args.props.get("metadata"))
+    label = f"Secret {text(metadata.get('namespace')) or 'default'}/{text(metadata.get('name')) or args.name}"
+    for key, value in _secret_values(args.props):
+        if value in PUBLIC_DEFAULT_SECRET_VALUES:
+            what = _WHAT.get(value, "a secret value published in kubeflow/manifests")
+            report(f"{label} {key} is {what}; anyone can read it upstream, so generate a new one", None)
+        elif key.endswith(f".{_PASSWORD_KEY}") and is_hash_of_default_password(value):
+            report(
+                f"{label} {key} is a bcrypt hash of the upstream default password {DEFAULT_PASSWORD}; "
+                "choose a new password and hash it with `python -m components.tools.hash_password`",
+                None,
+            )
+
+
+kubeflow_no_public_credentials = ResourceValidationPolicy(
+    name="kubeflow-no-public-credentials",
+    description="Secrets do not carry the dex password, OIDC client secret or cookie secret published in "
+    "kubeflow/manifests.",
+    validate=_validate_secrets,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.CRITICAL,
+    tags=["kubeflow", "security"],
+)
+
+_TLS_SCHEMA = PolicyConfigSchema(
+    properties={
+        "exemptIngresses": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "Ingresses allowed to serve plain HTTP, as namespace/name",
+        }
+    }
+)
+
+
+def host_covered(host: str, tls_hosts: list[str]) -> bool:
+    """An exact TLS host, or a wildcard ``*.example.com`` covering exactly one more label."""
+    for candidate in tls_hosts:
+        if candidate == host:
+            return True
+        if candidate.startswith("*.") and "." in host and host.split(".", 1)[1] == candidate[2:]:
+            return True
+    return False
+
+
+def _validate_tls(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in INGRESS_TYPES:
+        return
+    metadata = mapping(args.props.get("metadata"))
+    namespace = text(metadata.get("namespace")) or "default"
+    name = text(metadata.get("name")) or args.name
+    if f"{namespace}/{name}" in string_list(setting(args, _TLS_SCHEMA, "exemptIngresses")):
+        return
+    spec = mapping(args.props.get("spec"))
+    tls = [mapping(entry) for entry in items(spec.get("tls"))]
+    label = f"Ingress {namespace}/{name}"
+    if not tls:
+        if args.resource_type.endswith("Patch") and "tls" not in spec:
+            return  # a patch that does not touch TLS keeps the live object's
+        report(f"{label} has no spec.tls, so sign-in and session cookies travel in clear text; add TLS", None)
+        return
+    tls_hosts = [host for entry in tls for host in items(entry.get("hosts")) if isinstance(host, str)]
+    hosts = sorted({text(get(rule, "host")) for rule in items(spec.get("rules"))} - {""})
+    missing = [host for host in hosts if not host_covered(host, tls_hosts)]
+    if missing:
+        report(
+            f"{label} serves {', '.join(missing)} without a TLS entry for it (spec.tls hosts: "
+            f"{', '.join(tls_hosts) or 'none'}); add the host to spec.tls[].hosts",
+            None,
+        )
+
+
+ingress_tls = ResourceValidationPolicy(
+    name="ingress-tls",
+    description="Ingresses (the Kubeflow dashboard's among them) have spec.tls covering every host they serve.",
+    validate=_validate_tls,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=_TLS_SCHEMA,
+    tags=["kubeflow", "security"],
+)
+
+POLICIES = [kubeflow_no_public_credentials, ingress_tls]

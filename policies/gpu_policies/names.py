@@ -1,0 +1,62 @@
+"""Resource type tokens, labels and annotations the policies recognise.
+
+The pack's own environment has only pulumi, pulumi-policy, PyYAML and bcrypt, so it imports the pure
+modules of the program (``components.catalog``, ``components.labels``,
+``components.host_driver_removal_contract``) and nothing that pulls in a provider SDK.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from components.host_driver_removal_contract import OPT_IN_LABEL, OPT_IN_VALUE
+from components.labels import (
+    DRIVER_OWNER_ANNOTATION,
+    DRIVER_VERSION_ANNOTATION,
+    GPU_MODEL_LABEL,
+    GPU_MODELS_ANNOTATION,
+    NODE_GROUP_LABEL,
+    NODE_GROUP_TYPE,
+)
+
+HELM_RELEASE_TYPES: Final = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+NAMESPACE_TYPE: Final = "kubernetes:core/v1:Namespace"
+NODE_PATCH_TYPE: Final = "kubernetes:core/v1:NodePatch"
+SECRET_TYPES: Final = ("kubernetes:core/v1:Secret", "kubernetes:core/v1:SecretPatch")
+INGRESS_TYPES: Final = ("kubernetes:networking.k8s.io/v1:Ingress", "kubernetes:networking.k8s.io/v1:IngressPatch")
+
+# Where each workload kind keeps its pod spec (Patch variants have the same shape).
+_POD_SPEC_PATHS: Final = {
+    "core/v1:Pod": ("spec",),
+    "apps/v1:Deployment": ("spec", "template", "spec"),
+    "apps/v1:DaemonSet": ("spec", "template", "spec"),
+    "apps/v1:StatefulSet": ("spec", "template", "spec"),
+    "apps/v1:ReplicaSet": ("spec", "template", "spec"),
+    "batch/v1:Job": ("spec", "template", "spec"),
+    "batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+_WORKLOAD_TYPE = re.compile(r"^kubernetes:(?P<kind>[a-z0-9./]+:[A-Za-z]+?)(?:Patch)?$")
+
+__all__ = [
+    "DRIVER_OWNER_ANNOTATION",
+    "DRIVER_VERSION_ANNOTATION",
+    "GPU_MODELS_ANNOTATION",
+    "GPU_MODEL_LABEL",
+    "HELM_RELEASE_TYPES",
+    "INGRESS_TYPES",
+    "NAMESPACE_TYPE",
+    "NODE_GROUP_LABEL",
+    "NODE_GROUP_TYPE",
+    "NODE_PATCH_TYPE",
+    "OPT_IN_LABEL",
+    "OPT_IN_VALUE",
+    "SECRET_TYPES",
+    "pod_spec_path",
+]
+
+
+def pod_spec_path(resource_type: str) -> tuple[str, ...] | None:
+    """The path of the pod spec inside a workload's props, or None if the type has no pod spec."""
+    match = _WORKLOAD_TYPE.match(resource_type)
+    return _POD_SPEC_PATHS.get(match.group("kind")) if match else None

@@ -1,0 +1,130 @@
+"""No credential published in kubeflow/manifests; Ingresses serve TLS for every host."""
+
+from __future__ import annotations
+
+import base64
+
+import bcrypt
+from pulumi_policy import EnforcementLevel
+
+from components.catalog.kubeflow_manifests import (
+    DEFAULT_COOKIE_SECRET,
+    DEFAULT_OIDC_CLIENT_SECRET,
+    DEFAULT_PASSWORD,
+    DEFAULT_PASSWORD_HASH,
+)
+from policies.gpu_policies.kubeflow import ingress_tls, kubeflow_no_public_credentials
+from tests.policies.support import config_for, run_resource
+
+SECRET = "kubernetes:core/v1:Secret"
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+OWN_HASH = bcrypt.hashpw(b"a long private passphrase", bcrypt.gensalt(rounds=4)).decode()
+
+
+def _secret(namespace: str, name: str, string_data: dict | None = None, data: dict | None = None) -> dict:
+    props: dict = {"metadata": {"namespace": namespace, "name": name}, "type": "Opaque"}
+    if string_data is not None:
+        props["stringData"] = string_data
+    if data is not None:
+        props["data"] = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+    return props
+
+
+def test_own_credentials_pass() -> None:
+    props = _secret("auth", "dex-passwords", {"DEX_USER_PASSWORD": OWN_HASH})
+    assert run_resource(kubeflow_no_public_credentials, SECRET, props).messages == []
+    client = _secret(
+        "auth", "dex-oidc-client", {"OIDC_CLIENT_ID": "kubeflow-oidc-authservice", "OIDC_CLIENT_SECRET": "x" * 32}
+    )
+    assert run_resource(kubeflow_no_public_credentials, SECRET, client).messages == []
+
+
+def test_the_upstream_dex_password_hash_is_refused() -> None:
+    props = _secret("auth", "dex-passwords", {"DEX_USER_PASSWORD": DEFAULT_PASSWORD_HASH})
+    outcome = run_resource(kubeflow_no_public_credentials, SECRET, props)
+    assert outcome.messages == [
+        f"Secret auth/dex-passwords stringData.DEX_USER_PASSWORD is the upstream dex password hash (the public "
+        f"password {DEFAULT_PASSWORD}); anyone can read it upstream, so generate a new one"
+    ]
+    assert kubeflow_no_public_credentials.enforcement_level is EnforcementLevel.MANDATORY
+
+
+def test_a_fresh_hash_of_the_default_password_is_refused() -> None:
+    fresh = bcrypt.hashpw(DEFAULT_PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
+    outcome = run_resource(
+        kubeflow_no_public_credentials, SECRET, _secret("auth", "dex-passwords", {"DEX_USER_PASSWORD": fresh})
+    )
+    assert outcome.messages == [
+        f"Secret auth/dex-passwords stringData.DEX_USER_PASSWORD is a bcrypt hash of the upstream default password "
+        f"{DEFAULT_PASSWORD}; choose a new password and hash it with `python -m components.tools.hash_password`"
+    ]
+
+
+def test_the_public_oidc_client_secret_is_refused_in_base64_data_too() -> None:
+    props = _secret("auth", "dex-oidc-client", data={"OIDC_CLIENT_SECRET": DEFAULT_OIDC_CLIENT_SECRET})
+    outcome = run_resource(kubeflow_no_public_credentials, SECRET, props)
+    assert outcome.messages == [
+        "Secret auth/dex-oidc-client data.OIDC_CLIENT_SECRET is the OIDC client secret published in "
+        "kubeflow/manifests; anyone can read it upstream, so generate a new one"
+    ]
+
+
+def test_the_oauth2_proxy_secret_is_checked_key_by_key() -> None:
+    props = _secret(
+        "oauth2-proxy",
+        "oauth2-proxy",
+        {
+            "client-secret": DEFAULT_OIDC_CLIENT_SECRET,
+            "cookie-secret": DEFAULT_COOKIE_SECRET,
+            "client-id": "kubeflow-oidc-authservice",
+        },
+    )
+    outcome = run_resource(kubeflow_no_public_credentials, SECRET, props)
+    assert [message.split(" is ")[0] for message in outcome.messages] == [
+        "Secret oauth2-proxy/oauth2-proxy stringData.client-secret",
+        "Secret oauth2-proxy/oauth2-proxy stringData.cookie-secret",
+    ]
+
+
+def test_a_secret_unknown_during_preview_is_not_a_default() -> None:
+    unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown-string sentinel
+    props = _secret(
+        "auth", "dex-oidc-client", {"OIDC_CLIENT_SECRET": unknown, "OIDC_CLIENT_ID": DEFAULT_OIDC_CLIENT_SECRET}
+    )
+    outcome = run_resource(kubeflow_no_public_credentials, SECRET, props)
+    assert len(outcome.messages) == 1 and "OIDC_CLIENT_ID" in outcome.text
+
+
+def _ingress(hosts: list[str], tls: list[dict] | None) -> dict:
+    spec: dict = {"rules": [{"host": host} for host in hosts]}
+    if tls is not None:
+        spec["tls"] = tls
+    return {"metadata": {"name": "kubeflow", "namespace": "istio-system"}, "spec": spec}
+
+
+def test_an_ingress_with_tls_for_its_host_passes() -> None:
+    props = _ingress(["kubeflow.example.com"], [{"hosts": ["kubeflow.example.com"], "secretName": "kubeflow-tls"}])
+    assert run_resource(ingress_tls, INGRESS, props).messages == []
+
+
+def test_an_ingress_without_tls_is_refused() -> None:
+    outcome = run_resource(ingress_tls, INGRESS, _ingress(["kubeflow.example.com"], None))
+    assert outcome.messages == [
+        "Ingress istio-system/kubeflow has no spec.tls, so sign-in and session cookies travel in clear text; add TLS"
+    ]
+    assert ingress_tls.enforcement_level is EnforcementLevel.MANDATORY
+
+
+def test_every_host_needs_a_tls_entry_and_wildcards_cover_one_label() -> None:
+    tls = [{"hosts": ["*.example.com"], "secretName": "wildcard"}]
+    props = _ingress(["kubeflow.example.com", "example.com", "a.b.example.com"], tls)
+    outcome = run_resource(ingress_tls, INGRESS, props)
+    assert outcome.messages == [
+        "Ingress istio-system/kubeflow serves a.b.example.com, example.com without a TLS entry for it (spec.tls "
+        "hosts: *.example.com); add the host to spec.tls[].hosts"
+    ]
+
+
+def test_an_exempt_ingress_is_skipped() -> None:
+    config = config_for(ingress_tls, exemptIngresses=["istio-system/kubeflow"])
+    assert run_resource(ingress_tls, INGRESS, _ingress(["kubeflow.example.com"], None), config=config).messages == []
