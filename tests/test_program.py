@@ -123,3 +123,16 @@ def test_preview_announces_a_node_group_replacement(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "REPLACE gpu-v100-group: gpuEnvironment 'runc_drivers_cuda' -> 'runc'" in result.stdout
     assert "create-before-delete" in result.stdout
+
+
+def test_two_previews_write_byte_identical_files(tmp_path: Path) -> None:
+    """Deterministic output: no timestamps, no random names, policy report included."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        result = _cli("--quiet", "--out", str(out))
+        assert result.returncode == 0, result.stderr
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert {f"{stack}/policy-report.json" for stack in STACKS} <= {str(f) for f in files}
+    for relative in files:
+        assert (first / relative).read_bytes() == (second / relative).read_bytes(), relative
