@@ -38,6 +38,14 @@ class SshConfig(ConfigModel):
     port: int = Field(default=22, ge=1, le=65535)
     private_key_secret: str = Field(default="sshPrivateKey", description="secret config key holding the private key")
     bastion: BastionConfig | None = None
+    sudo: bool | None = Field(
+        default=None, description="run the steps with sudo -n (password-less sudo); default: true unless user is root"
+    )
+
+    @property
+    def become_root(self) -> bool:
+        """Whether each step runs through sudo (the steps write /etc, run dracut and systemctl)."""
+        return self.sudo if self.sudo is not None else self.user != "root"
 
 
 class HostPreparationConfig(ConfigModel):

@@ -15,21 +15,25 @@ from components.bare_metal_config import BareMetalNode
 from components.labels import FIELD_MANAGER, GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 
 
-def bare_metal_labels(node: BareMetalNode, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The labels gpu-platform owns on one bare-metal node."""
+def bare_metal_labels(node: BareMetalNode) -> dict[str, str]:
+    """The labels gpu-platform owns on one bare-metal node (the MIG label is applied separately)."""
     labels = {GPU_NODE_LABEL: "true", GPU_MODEL_LABEL: node.gpu_model, NODE_GROUP_LABEL: node.pool}
     labels.update(node.labels)
-    labels.update(extra or {})
     return dict(sorted(labels.items()))
 
 
 @dataclass(frozen=True)
 class NodeLabelsArgs:
-    """Nodes, per-node extra labels (MIG config), and the provider."""
+    """Labels per node name, the field manager that owns them, and the provider.
 
-    nodes: list[BareMetalNode]
+    Each field manager owns exactly its labels: the MIG label has its own manager so that it can be
+    applied after the GPU Operator release (which carries the mig-parted config it names).
+    """
+
+    labels: dict[str, dict[str, str]]
     provider: k8s.Provider
-    extra_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    field_manager: str = FIELD_MANAGER
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class BareMetalNodeLabels(pulumi.ComponentResource):
@@ -40,14 +44,14 @@ class BareMetalNodeLabels(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodeLabelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-platform:baremetal:NodeLabels", name, None, opts)
         self.patches = {}
-        for node in args.nodes:
-            self.patches[node.name] = k8s.core.v1.NodePatch(
-                f"{name}-{node.name}",
+        for node_name, labels in args.labels.items():
+            self.patches[node_name] = k8s.core.v1.NodePatch(
+                f"{name}-{node_name}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=node.name,
-                    labels=bare_metal_labels(node, args.extra_labels.get(node.name)),
-                    annotations={"pulumi.com/patchFieldManager": FIELD_MANAGER},
+                    name=node_name,
+                    labels=dict(sorted(labels.items())),
+                    annotations={"pulumi.com/patchFieldManager": args.field_manager},
                 ),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
             )
         self.register_outputs({"nodes": sorted(self.patches)})

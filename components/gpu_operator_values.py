@@ -51,7 +51,8 @@ def driver_owner(stack: StackConfig, pools: list[GpuPool]) -> str:
         return configured
     if stack.cluster.kind == "bare-metal":
         return "host"
-    return "operator" if any(not pool.preinstalled_driver for pool in pools) else "host"
+    operator_needed = any(not pool.preinstalled_driver or pool.host_driver_removal for pool in pools)
+    return "operator" if operator_needed else "host"
 
 
 def driver_plan(stack: StackConfig, pools: list[GpuPool]) -> DriverPlan | None:
@@ -74,7 +75,20 @@ def driver_problems(stack: StackConfig) -> Iterator[Problem]:
     if not operator.enabled or not pools:
         return
     owner = driver_owner(stack, pools)
+    if owner == "operator" and stack.cluster.kind == "bare-metal":
+        yield Problem(
+            join_path(OPERATOR_PATH, "driver", "owner"),
+            "operator cannot own the driver on bare-metal nodes: their driver is installed on the host "
+            "(checked by host preparation); use host and declare gpuOperator.hostDriver.version",
+        )
+        return
     for pool in pools:
+        if owner == "host" and pool.host_driver_removal:
+            yield Problem(
+                join_path(pool.config_path, "hostDriverRemoval"),
+                "removal hands the node to the GPU Operator's driver, but gpuOperator.driver.owner is host "
+                "(driver.enabled=false), so nothing would replace the removed driver; set gpuOperator.driver.owner: operator",
+            )
         if owner == "operator" and pool.preinstalled_driver and not pool.host_driver_removal:
             yield Problem(
                 join_path(pool.config_path, "hostDriverRemoval"),

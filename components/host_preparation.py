@@ -29,6 +29,19 @@ class HostPreparationArgs:
     bastion_private_key: pulumi.Input[str] | None = None
 
 
+HEREDOC_END = "__GPU_PLATFORM_STEP__"
+
+
+def remote_command(script: str, become_root: bool) -> str:
+    """The command sent over SSH: the script itself, or fed to ``sudo -n bash -s`` for a non-root user.
+
+    ``sudo -n`` fails at once instead of waiting for a password prompt that nobody answers.
+    """
+    if not become_root:
+        return script
+    return f"sudo -n bash -s <<'{HEREDOC_END}'\n{script.rstrip()}\n{HEREDOC_END}\n"
+
+
 def step_environment(
     config: BareMetalConfig, node: BareMetalNode, args: HostPreparationArgs
 ) -> dict[str, dict[str, str]]:
@@ -71,7 +84,7 @@ class HostPreparation(pulumi.ComponentResource):
             previous: list[pulumi.Resource] = []
             self.commands[node.name] = []
             for step_name, env in step_environment(config, node, args).items():
-                text = steps.command_text(step_name, env)
+                text = remote_command(steps.command_text(step_name, env), config.ssh.become_root)
                 digest = hashlib.sha256(text.encode()).hexdigest()
                 run = command.remote.Command(
                     f"{name}-{node.name}-{step_name}",

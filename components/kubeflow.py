@@ -9,6 +9,7 @@ Pulumi secrets from start to end.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from components.catalog import kubeflow_manifests as km
 from components.config_base import Problem, StackConfigError
 from components.kubeflow_checkout import checkout_problem
 from components.kubeflow_config import KubeflowConfig
-from components.kubeflow_overlay import CRDS_AND_NAMESPACES_DIR, REST_DIR, write_overlay
+from components.kubeflow_overlay import CRDS_AND_NAMESPACES_DIR, REST_DIR, manifests_path_for, write_overlay
 from components.runtime_mode import is_offline, notice
 
 OVERLAY_ROOT = Path("build") / "kubeflow"
@@ -67,7 +68,11 @@ class Kubeflow(pulumi.ComponentResource):
         config = args.config
         self._check_checkout(config)
         self.overlay = overlay_dir(args.stack)
-        write_overlay(config.overlay_spec(), self.overlay)
+        # The config names the checkout relative to the project; kustomize reads it relative to the overlay.
+        spec = dataclasses.replace(
+            config.overlay_spec(), manifests_path=manifests_path_for(config.manifests_path, self.overlay)
+        )
+        write_overlay(spec, self.overlay)
         self.url = f"https://{config.ingress.host}/"
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
 

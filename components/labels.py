@@ -11,6 +11,7 @@ GPU_NODE_LABEL = "gpu-platform.io/gpu"  # "true" on every GPU node the stack man
 NODE_GROUP_LABEL = "gpu-platform.io/node-group"  # the Yandex node group (or bare-metal pool) name
 GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"  # the catalog model key, e.g. "V100-32GB"
 FIELD_MANAGER = "gpu-platform"  # server-side apply field manager of every patch the program owns
+MIG_FIELD_MANAGER = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes (applied after the operator)
 
 # The GPU Operator namespace records the driver facts for the policy pack.
 DRIVER_OWNER_ANNOTATION = "gpu-platform.io/driver-owner"

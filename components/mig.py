@@ -8,6 +8,8 @@ the node group's labels on Yandex and a NodePatch on bare metal), and the stack 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,8 +81,14 @@ class MigPlanResult:
         return {MIG_CONFIG_LABEL: decision.config_name} if decision else {}
 
 
-def _custom_name(pool: GpuPool) -> str:
-    return f"gpu-platform-{pool.name}"
+def _custom_name(pool: GpuPool, layouts: tuple[Layout, ...]) -> str:
+    """``gpu-platform-<pool>-<digest>``: a changed layout gets a new name, so the node label changes.
+
+    mig-manager acts only when ``nvidia.com/mig.config`` changes; with a fixed name an edited
+    layout would never be applied to nodes already carrying it.
+    """
+    text = json.dumps([None if layout is None else sorted(layout.items()) for layout in layouts])
+    return f"gpu-platform-{pool.name}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 def resolve_pool(pool: GpuPool, mig: MigConfig | None) -> PoolMig | None:
@@ -99,7 +107,8 @@ def resolve_pool(pool: GpuPool, mig: MigConfig | None) -> PoolMig | None:
         return PoolMig(pool, mig.layout, (layout,) * gpus, named=True)
     if mig.custom is not None:
         catalog.place(pool.model.key, mig.custom)
-        return PoolMig(pool, _custom_name(pool), (dict(mig.custom),) * gpus, named=False)
+        custom = (dict(mig.custom),) * gpus
+        return PoolMig(pool, _custom_name(pool, custom), custom, named=False)
     layouts: list[Layout] = [None] * gpus
     for entry in mig.per_gpu or []:
         catalog.place(pool.model.key, entry.layout)
@@ -109,7 +118,7 @@ def resolve_pool(pool: GpuPool, mig: MigConfig | None) -> PoolMig | None:
             if layouts[index] is not None:
                 raise catalog.MigLayoutError(f"GPU {index} is given two layouts")
             layouts[index] = dict(entry.layout)
-    return PoolMig(pool, _custom_name(pool), tuple(layouts), named=False)
+    return PoolMig(pool, _custom_name(pool, tuple(layouts)), tuple(layouts), named=False)
 
 
 def pool_mig_configs(stack: StackConfig) -> dict[str, tuple[str, MigConfig | None, bool]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from components.bare_metal_nodes import BareMetalNodeLabels, NodeLabelsArgs
+from components.bare_metal_nodes import BareMetalNodeLabels, NodeLabelsArgs, bare_metal_labels
 from components.catalog.drivers import minimum_driver
 from components.cluster_access import ClusterAccess, ClusterAccessArgs
 from components.config import StackConfig
@@ -20,8 +20,9 @@ from components.gpu_operator_values import DriverPlan, build_values, driver_plan
 from components.host_driver_removal import HostDriverRemoval, HostDriverRemovalArgs
 from components.host_preparation import HostPreparation, HostPreparationArgs
 from components.kubeflow import Kubeflow, KubeflowArgs
+from components.labels import MIG_FIELD_MANAGER
 from components.mig import MigPlanResult, plan_mig
-from components.node_group import GpuNodeGroup, GpuNodeGroupArgs
+from components.node_group import GpuNodeGroup, GpuNodeGroupArgs, replacement_key
 from components.smoke_test import GpuSmokeTest, SmokeTarget, SmokeTestArgs
 
 
@@ -39,6 +40,7 @@ class Platform:
     host_preparation: HostPreparation | None = None
     host_driver_removal: HostDriverRemoval | None = None
     node_labels: BareMetalNodeLabels | None = None
+    mig_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
 
 
@@ -81,6 +83,21 @@ def build_platform(stack: StackConfig) -> Platform:
                 gpu_models=sorted({pool.model.key for pool in pools}),
                 provider=access.provider,
                 depends_on=operator_prerequisites,
+            ),
+        )
+    if stack.bare_metal is not None and platform.gpu_operator is not None:
+        # After the release: the label names a config that the release's mig-parted ConfigMap defines.
+        platform.mig_labels = BareMetalNodeLabels(
+            "mig-config",
+            NodeLabelsArgs(
+                labels={
+                    node.name: platform.mig.labels(node.name)
+                    for node in stack.bare_metal.nodes
+                    if platform.mig.labels(node.name)
+                },
+                provider=access.provider,
+                field_manager=MIG_FIELD_MANAGER,
+                depends_on=[platform.gpu_operator],
             ),
         )
     removal_pools = [pool for pool in pools if pool.host_driver_removal]
@@ -151,9 +168,8 @@ def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]
     platform.node_labels = BareMetalNodeLabels(
         "gpu-nodes",
         NodeLabelsArgs(
-            nodes=list(bare_metal.nodes),
+            labels={node.name: bare_metal_labels(node) for node in bare_metal.nodes},
             provider=platform.access.provider,
-            extra_labels={node.name: platform.mig.labels(node.name) for node in bare_metal.nodes},
         ),
     )
     created.append(platform.node_labels)
@@ -175,6 +191,7 @@ def smoke_targets(stack: StackConfig, mig: MigPlanResult) -> list[SmokeTarget]:
                 resource=resource,
                 node_selector=scheduling["nodeSelector"],
                 tolerations=scheduling["tolerations"],
+                revision="" if pool.bare_metal else replacement_key(stack.node_groups[pool.name]),
             )
             for resource in resources
         )

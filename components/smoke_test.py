@@ -26,12 +26,19 @@ class SmokeTarget:
     resource: str
     node_selector: dict[str, str]
     tolerations: list[dict[str, str]]
+    revision: str = ""
 
     @property
     def job_name(self) -> str:
-        """``gpu-smoke-<pool>-<resource>``, a valid object name (at most 63 characters)."""
+        """``gpu-smoke-<pool>-<resource>[-<revision>]``, a valid object name (at most 63 characters).
+
+        The revision is the node group's replacement key: a replaced group gets a new Job, which runs
+        on the new nodes before Pulumi deletes the old group at the end of the update.
+        """
         suffix = self.resource.removeprefix("nvidia.com/")
-        return re.sub(r"[^a-z0-9-]", "-", f"gpu-smoke-{self.pool}-{suffix}".lower())[:63].rstrip("-")
+        revision = f"-{self.revision}" if self.revision else ""
+        base = re.sub(r"[^a-z0-9-]", "-", f"gpu-smoke-{self.pool}-{suffix}".lower())[: 63 - len(revision)]
+        return base.rstrip("-") + revision
 
 
 @dataclass(frozen=True)

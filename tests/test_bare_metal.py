@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.config import parse_stack_config
 from components.config_base import StackConfigError
+from components.host_preparation import remote_command
 from components.offline.render import preview_files
 from components.offline.runner import ProgramRun, run_program
 from tests.helpers import set_path, stack_raw
@@ -49,7 +53,8 @@ def test_commands_rerun_when_their_text_changes(prod: ProgramRun) -> None:
     for registration in prod.by_type(COMMAND):
         create = registration.inputs["create"]
         assert registration.inputs["triggers"] == [hashlib.sha256(create.encode()).hexdigest()]
-        assert create.startswith("#!")
+        assert create.startswith("sudo -n bash -s <<'__GPU_PLATFORM_STEP__'\n#!"), "cloud-user is not root"
+        assert create.endswith("\n__GPU_PLATFORM_STEP__\n")
 
 
 def test_ssh_keys_stay_secret(prod: ProgramRun) -> None:
@@ -119,3 +124,26 @@ def test_bare_metal_cluster_needs_its_nodes() -> None:
     raw = stack_raw("prod")
     del raw["bareMetal"]
     assert "bareMetal: is required when cluster.kind is bare-metal (the nodes and how to reach them)" in refusal(raw)
+
+
+def test_root_runs_the_scripts_directly() -> None:
+    raw = stack_raw("prod")
+    raw["bareMetal"]["ssh"]["user"] = "root"
+    run = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"]})
+    assert run.one(COMMAND, "host-preparation-gpu-node-1-sysctl").inputs["create"].startswith("#!")
+
+
+def test_sudo_wrapper_runs_the_whole_script(tmp_path: Path) -> None:
+    """The heredoc reaches bash intact: quotes, $variables and the last line all survive."""
+    fake_sudo = tmp_path / "sudo"
+    fake_sudo.write_text('#!/bin/sh\n[ "$1" = "-n" ] || exit 9\nshift\nexec "$@"\n')
+    fake_sudo.chmod(0o755)
+    script = "#!/usr/bin/env bash\nset -euo pipefail\nname='a \"b\"'\necho \"hello $name\"\necho 'changed: nothing'\n"
+    result = subprocess.run(
+        ["bash", "-c", remote_command(script, become_root=True)],
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == 'hello a "b"\nchanged: nothing\n'

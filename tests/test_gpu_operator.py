@@ -203,3 +203,30 @@ def test_kyverno_policy_exception() -> None:
     exception = run.one("kubernetes:kyverno.io/v2:PolicyException", "gpu-operator-kyverno-exception").inputs
     assert exception["spec"]["exceptions"] == [{"policyName": "disallow-privileged-containers", "ruleNames": ["*"]}]
     assert exception["spec"]["match"]["any"][0]["resources"]["namespaces"] == ["gpu-operator"]
+
+
+def test_removal_needs_an_operator_that_installs_the_driver() -> None:
+    raw = {**stack_raw("dev"), **_preinstalled_host_mode()}
+    raw = set_path(raw, "nodeGroups.v100.hostDriverRemoval", True)
+    lines = refusal(raw)
+    assert any(
+        line.startswith("nodeGroups.v100.hostDriverRemoval: removal hands the node to the GPU Operator's driver")
+        for line in lines
+    )
+
+
+def test_removal_makes_the_operator_the_default_owner() -> None:
+    raw = {**stack_raw("dev"), **_preinstalled_host_mode()}
+    raw["gpuOperator"] = {"driver": {"version": "580.95.05"}}
+    for name in raw["nodeGroups"]:
+        raw = set_path(raw, ("nodeGroups", name, "hostDriverRemoval"), True)
+    values = build_values(parse_stack_config(raw))
+    assert values["driver"]["enabled"] is True
+
+
+def test_bare_metal_driver_cannot_be_operator_owned() -> None:
+    lines = refusal(set_path(stack_raw("prod"), "gpuOperator.driver.owner", "operator"))
+    assert any(
+        line.startswith("gpuOperator.driver.owner: operator cannot own the driver on bare-metal nodes")
+        for line in lines
+    )

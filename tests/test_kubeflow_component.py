@@ -152,3 +152,15 @@ def test_config_refusals_name_their_keys() -> None:
     assert refusal(set_path(stack_raw("dev"), "kubeflow.ingress.tls", None)) == [
         "kubeflow.ingress.tls: Input should be a valid dictionary or instance of TlsConfig (got None)"
     ]
+
+
+def test_overlay_points_kustomize_at_the_configured_checkout(dev: ProgramRun) -> None:
+    """manifestsPath is relative to the project; kustomize resolves it from the overlay folder."""
+    import yaml
+
+    overlay = dev.root / "build" / "kubeflow" / "dev"
+    resources = yaml.safe_load((overlay / "kustomization.yaml").read_text())["resources"]
+    assert resources, "the overlay references upstream components"
+    for resource in resources:
+        resolved = (overlay / resource).resolve()
+        assert resolved.is_relative_to((dev.root / "build" / "kubeflow-manifests").resolve()), resource

@@ -41,15 +41,27 @@ def test_named_layouts_alone_use_the_operators_own_config(dev: ProgramRun) -> No
 
 
 def test_bare_metal_nodes_get_labels_through_node_patches(prod: ProgramRun) -> None:
-    labels = {
-        r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]["nvidia.com/mig.config"]
-        for r in prod.by_type("kubernetes:core/v1:NodePatch")
-    }
-    assert labels == {
-        "gpu-node-1": "all-1g.10gb",
-        "gpu-node-2": "gpu-platform-gpu-node-2",
-        "gpu-node-3": "gpu-platform-gpu-node-3",
-    }
+    mig_patches = [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r.name.startswith("mig-config-")]
+    labels = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"] for r in mig_patches}
+    assert labels["gpu-node-1"] == {"nvidia.com/mig.config": "all-1g.10gb"}
+    assert labels["gpu-node-2"]["nvidia.com/mig.config"].startswith("gpu-platform-gpu-node-2-")
+    assert labels["gpu-node-3"]["nvidia.com/mig.config"].startswith("gpu-platform-gpu-node-3-")
+    release = prod.one(RELEASE, "gpu-operator-release")
+    for patch in mig_patches:
+        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform-mig"
+        assert release.urn in patch.dependencies, "the label names a config the release must ship first"
+    base = prod.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
+    assert "nvidia.com/mig.config" not in base
+
+
+def test_an_edited_custom_layout_gets_a_new_config_name(prod: ProgramRun) -> None:
+    """mig-manager acts on label changes only, so a changed layout must change the label."""
+    raw = stack_raw("prod")
+    raw["bareMetal"]["nodes"][1]["mig"] = {"custom": {"3g.40gb": 2}}
+    edited = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"]})
+    before = prod.outputs["gpuPools"]["gpu-node-2"]["migConfig"]
+    after = edited.outputs["gpuPools"]["gpu-node-2"]["migConfig"]
+    assert before != after and after.startswith("gpu-platform-gpu-node-2-")
 
 
 def test_custom_layouts_ship_a_mig_parted_config_every_entry_placeable(prod: ProgramRun) -> None:
@@ -61,17 +73,13 @@ def test_custom_layouts_ship_a_mig_parted_config_every_entry_placeable(prod: Pro
     )
     parted = yaml.safe_load(config["data"]["config.yaml"])
     assert parted["version"] == "v1"
-    assert set(parted["mig-configs"]) == {
-        "all-disabled",
-        "all-1g.10gb",
-        "gpu-platform-gpu-node-2",
-        "gpu-platform-gpu-node-3",
-    }
+    names = {pool["migConfig"] for pool in prod.outputs["gpuPools"].values()}
+    assert names >= {"all-1g.10gb"} and set(parted["mig-configs"]) == {"all-disabled"} | names
     for entries in parted["mig-configs"].values():
         for entry in entries:
             if entry["mig-enabled"]:
                 assert catalog.is_placeable("H100-80GB", entry["mig-devices"])
-    node3 = parted["mig-configs"]["gpu-platform-gpu-node-3"]
+    node3 = parted["mig-configs"][prod.outputs["gpuPools"]["gpu-node-3"]["migConfig"]]
     assert [e["devices"] for e in node3] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert [e["mig-enabled"] for e in node3] == [True, False]
 
@@ -128,5 +136,5 @@ def test_removing_a_layout_returns_the_node_to_all_disabled() -> None:
     raw = stack_raw("prod")
     del raw["bareMetal"]["nodes"][0]["mig"]
     run = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"]})
-    patch = run.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
+    patch = run.one("kubernetes:core/v1:NodePatch", "mig-config-gpu-node-1").inputs["metadata"]["labels"]
     assert patch["nvidia.com/mig.config"] == "all-disabled"

@@ -136,3 +136,10 @@ def test_two_previews_write_byte_identical_files(tmp_path: Path) -> None:
     assert {f"{stack}/policy-report.json" for stack in STACKS} <= {str(f) for f in files}
     for relative in files:
         assert (first / relative).read_bytes() == (second / relative).read_bytes(), relative
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_policy_config_requires_the_stacks_cuda(stack: str) -> None:
+    """The CLI's policy config repeats cuda.version as requiredCuda; the two must not drift."""
+    config = json.loads((ROOT / "policies" / "config" / f"{stack}.json").read_text())
+    assert config["driver-supports-cuda"]["requiredCuda"] == run_program(stack).outputs["cuda"]["version"]

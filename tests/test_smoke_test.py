@@ -40,7 +40,8 @@ def test_one_job_per_pool_and_mig_profile(prod: ProgramRun) -> None:
 
 def test_jobs_tolerate_the_pool_and_use_the_pinned_sample() -> None:
     dev = run_program("dev")
-    job = dev.one(JOB, "gpu-smoke-test-gpu-smoke-v100-gpu").inputs
+    (registration,) = [r for r in dev.by_type(JOB) if r.name.startswith("gpu-smoke-test-gpu-smoke-v100-gpu-")]
+    job = registration.inputs
     pod = job["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"gpu-platform.io/node-group": "v100"}
     assert {
@@ -63,7 +64,8 @@ def test_jobs_wait_for_the_operator(prod: ProgramRun) -> None:
 
 def test_disabled_and_skipped_pools() -> None:
     run = run_program("dev", overrides={"gpu-platform:smokeTest": {"skipPools": ["a100"]}})
-    assert [r.inputs["metadata"]["name"] for r in run.by_type(JOB)] == ["gpu-smoke-v100-gpu"]
+    names = [r.inputs["metadata"]["name"] for r in run.by_type(JOB)]
+    assert len(names) == 1 and names[0].startswith("gpu-smoke-v100-gpu-")
     assert not run_program("dev", overrides={"gpu-platform:smokeTest": {"enabled": False}}).by_type(JOB)
 
 
@@ -73,3 +75,16 @@ def test_smoke_image_newer_than_the_driver_is_refused() -> None:
     assert "smokeTest.imageCuda: the smoke-test image cannot run: driver 580.95.05 is too old for CUDA 13.2" in str(
         caught.value
     )
+
+
+def test_a_replaced_node_group_gets_a_new_smoke_job() -> None:
+    """The Job is keyed to the group's replacement key, so it re-runs on the replacement nodes."""
+    before = {r.inputs["metadata"]["name"] for r in run_program("dev").by_type(JOB)}
+    raw = stack_raw("dev")
+    raw["nodeGroups"]["v100"]["taints"] = ["nvidia.com/gpu=true:NoSchedule"]
+    after = {
+        r.inputs["metadata"]["name"]
+        for r in run_program("dev", overrides={"gpu-platform:nodeGroups": raw["nodeGroups"]}).by_type(JOB)
+    }
+    changed = before ^ after
+    assert len(changed) == 2 and all(name.startswith("gpu-smoke-v100-gpu-") for name in changed)
