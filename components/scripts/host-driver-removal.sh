@@ -704,7 +704,11 @@ begin_attempt() {   # fresh attempt: lock, record schedulability, cordon, pause 
   fi
   read_node
   ATTEMPT=$((${A_ATTEMPT:-0} + 1))
-  if [[ "$NODE_UNSCHED" == true ]]; then A_INITIAL=true; else A_INITIAL=false; fi
+  # A retry after a failure that left the node cordoned keeps the schedulability recorded before
+  # the first attempt; only a fresh node records its current one.
+  if [[ "$A_INITIAL" != true && "$A_INITIAL" != false ]]; then
+    if [[ "$NODE_UNSCHED" == true ]]; then A_INITIAL=true; else A_INITIAL=false; fi
+  fi
   p_ann "$INITIAL_UNSCHED_ANN" "$A_INITIAL"
   p_ann "$ATTEMPT_ANN" "$ATTEMPT"
   p_ann "$VERSION_ANN" "${DRIVER_VERSION:-unknown}"

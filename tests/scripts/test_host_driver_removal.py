@@ -557,3 +557,25 @@ def test_missing_node_name_is_a_config_error_that_changes_nothing(env: Env) -> N
     assert "NODE_NAME is required" in result.output
     assert env.cluster.calls() == []
     assert env.host.calls() == []
+
+
+def test_retry_after_a_failure_keeps_the_schedulability_from_before_the_first_attempt(env: Env) -> None:
+    """The documented retry (clear the state label and the halted Lease, restart) uncordons a node that
+    was schedulable before the first attempt, although the failure left it cordoned."""
+    env.host.fail_uninstall(rc=1)
+    assert env.run().returncode == ExitCode.FAILED
+    assert env.cluster.unschedulable(NODE)
+
+    env.host.fail_uninstall(rc=0)
+
+    def reset(data: dict) -> None:
+        labels = data["nodes"][NODE]["metadata"]["labels"]
+        labels.pop(c.STATE_LABEL, None)
+        labels.pop(c.REASON_LABEL, None)
+        data["leases"].clear()
+
+    env.cluster.update(reset)
+    result = env.run()
+
+    assert env.cluster.state(NODE) == RemovalState.HANDED_OVER, result.output
+    assert not env.cluster.unschedulable(NODE), "it was schedulable before the first attempt"
