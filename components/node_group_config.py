@@ -188,6 +188,10 @@ class NodeGroupConfig(ConfigModel):
                     join_path(path, "location", "zone"),
                     f"{self.location.zone} has no {self.platform} capacity; allowed: {', '.join(platform.zones)}",
                 )
+        if self.kubernetes_version is not None and not re.match(r"^1\.\d+$", self.kubernetes_version):
+            yield Problem(
+                join_path(path, "kubernetesVersion"), f"{self.kubernetes_version!r} must be MAJOR.MINOR, e.g. 1.30"
+            )
         yield from self._taint_problems(path)
         yield from label_problems(self.labels, join_path(path, "labels"))
         if self.host_driver_removal and self.gpu_environment == "runc":

@@ -165,3 +165,9 @@ def test_malformed_configs_are_refused_with_a_key_path(path: tuple[Any, ...], va
         # Some junk is valid (another label value, a bigger disk); an unknown key never is.
         free_map = bool(_FREE_MAPS & set(path))
         assert not (extra and path in _DICT_PATHS and not free_map), f"unknown key accepted at {path}"
+
+
+def test_node_group_kubernetes_version_format() -> None:
+    assert refusal(set_path(stack_raw("dev"), f"{V100}.kubernetesVersion", "1.30.2")) == [
+        f"{V100}.kubernetesVersion: '1.30.2' must be MAJOR.MINOR, e.g. 1.30"
+    ]
