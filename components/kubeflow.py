@@ -27,7 +27,6 @@ from components.runtime_mode import is_offline, notice
 
 OVERLAY_ROOT = Path("build") / "kubeflow"
 INGRESS_GATEWAY = ("istio-system", "istio-ingressgateway", 80)
-DEX_ISSUER = "http://dex.auth.svc.cluster.local:5556/dex"
 
 
 @dataclass(frozen=True)

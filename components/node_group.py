@@ -20,13 +20,13 @@ from components.host_driver_removal_contract import OPT_IN_LABEL, OPT_IN_VALUE
 from components.labels import GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 from components.node_group_config import NodeGroupConfig
 
-# The fields whose change makes the provider replace the group (terraform-provider-yandex
-# v0.161: ForceNew on gpu_settings.*, node_taints, scale_policy.auto_scale, allocation_policy, nat).
-REPLACE_TRIGGERS = ("gpuEnvironment", "taints", "scaleKind", "location", "nat")
-
 
 def replacement_fields(group: NodeGroupConfig) -> dict[str, object]:
-    """The values of the replace-triggering fields, as a plain dict (shown in the preview)."""
+    """The values of the fields whose change replaces the group, as a plain dict (shown in the outputs).
+
+    terraform-provider-yandex v0.161 marks ForceNew: gpu_settings.*, node_taints,
+    scale_policy.auto_scale (so fixed <-> auto), allocation_policy and the interface's nat.
+    """
     return {
         "gpuEnvironment": group.gpu_environment,
         "taints": list(group.taints),

@@ -12,8 +12,9 @@ from typing import Any
 import pulumi
 
 from components.catalog.gpu_operator_chart import GPU_RESOURCE
+from components.catalog.kubeflow_manifests import DEX_ISSUER
 from components.gpu_fleet import gpu_pools, pool_scheduling
-from components.kubeflow import DEX_ISSUER, kubeflow_namespaces
+from components.kubeflow import kubeflow_namespaces
 from components.mig import demand_outputs
 from components.node_group import replacement_fields
 from components.platform import Platform

@@ -12,6 +12,7 @@ import pulumi
 
 from components.bare_metal_nodes import BareMetalNodeLabels, NodeLabelsArgs, bare_metal_labels
 from components.catalog.drivers import minimum_driver
+from components.catalog.gpu_operator_chart import GPU_RESOURCE
 from components.cluster_access import ClusterAccess, ClusterAccessArgs
 from components.config import StackConfig
 from components.gpu_fleet import gpu_pools, pool_scheduling
@@ -183,7 +184,7 @@ def smoke_targets(stack: StackConfig, mig: MigPlanResult) -> list[SmokeTarget]:
         if pool.name in stack.smoke_test.skip_pools:
             continue
         decision = mig.pools.get(pool.name)
-        resources = list(decision.resources(mig.strategy)) if decision else ["nvidia.com/gpu"]
+        resources = list(decision.resources(mig.strategy)) if decision else [GPU_RESOURCE]
         scheduling = pool_scheduling(pool)
         targets.extend(
             SmokeTarget(

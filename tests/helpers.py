@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,3 +46,13 @@ def delete_path(document: dict[str, Any], path: str) -> dict[str, Any]:
         node = node[part]
     del node[parts[-1]]
     return result
+
+
+def refusal(raw: dict[str, Any]) -> list[str]:
+    """The problem lines of a refused stack config (fails the test if it is accepted)."""
+    from components.config import parse_stack_config
+    from components.config_base import StackConfigError
+
+    with pytest.raises(StackConfigError) as caught:
+        parse_stack_config(raw)
+    return [str(problem) for problem in caught.value.problems]

@@ -7,16 +7,14 @@ import itertools
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from components.config import parse_stack_config
-from components.config_base import StackConfigError
 from components.host_preparation import remote_command
 from components.offline.render import preview_files
 from components.offline.runner import ProgramRun, run_program
-from tests.helpers import set_path, stack_raw
+from tests.helpers import refusal, set_path, stack_raw
 
 COMMAND = "command:remote:Command"
 
@@ -83,12 +81,6 @@ def test_operator_runs_in_host_driver_mode_without_its_toolkit(prod: ProgramRun)
     assert values["validator"]["driver"]["env"] == [{"name": "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value": "true"}]
     release = prod.one("kubernetes:helm.sh/v3:Release", "gpu-operator-release")
     assert prod.one(COMMAND, "host-preparation-gpu-node-3-container-toolkit").urn in release.dependencies
-
-
-def refusal(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(raw)
-    return [str(p) for p in caught.value.problems]
 
 
 def test_unsigned_modules_need_explicit_permission() -> None:

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.config import parse_stack_config
 from components.config_base import StackConfigError
-from tests.helpers import delete_path, set_path, stack_raw
+from tests.helpers import delete_path, refusal, set_path, stack_raw
 
 V100 = "nodeGroups.v100"
-
-
-def refusal(raw: dict[str, Any]) -> list[str]:
-    """The problem lines of a refused config (fails the test if it is accepted)."""
-    with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(raw)
-    return [str(problem) for problem in caught.value.problems]
 
 
 def test_dev_stack_parses() -> None:

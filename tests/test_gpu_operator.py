@@ -5,15 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 import yaml
 
 from components.config import parse_stack_config
-from components.config_base import StackConfigError
 from components.gpu_operator import kyverno_webhooks
 from components.gpu_operator_values import build_values
 from components.offline.runner import ProgramRun, run_program
-from tests.helpers import ROOT, set_path, stack_raw
+from tests.helpers import ROOT, refusal, set_path, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -34,12 +32,6 @@ def _preinstalled_host_mode() -> dict[str, Any]:
         group["gpuEnvironment"] = "runc_drivers_cuda"
     operator = {"driver": {"owner": "host"}, "hostDriver": {"version": "580.95.05"}, "toolkit": False}
     return {"nodeGroups": groups, "gpuOperator": operator}
-
-
-def refusal(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(raw)
-    return [str(p) for p in caught.value.problems]
 
 
 def test_dev_release_is_pinned_atomic_and_sized_for_driver_builds() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from components.kubeflow import Kubeflow
 from components.kubeflow_checkout import checkout_problem
 from components.offline.render import preview_files
 from components.offline.runner import ProgramRun, run_program
-from tests.helpers import set_path, stack_raw
+from tests.helpers import refusal, set_path, stack_raw
 
 SECRET = "kubernetes:core/v1:Secret"
 DIRECTORY = "kubernetes:kustomize/v2:Directory"
@@ -128,12 +127,6 @@ def test_checkout_with_the_wrong_layout_is_refused(tmp_path: Path) -> None:
     (tmp_path / "common").mkdir()
     assert "no applications/" in str(checkout_problem(tmp_path, "v1.10.2"))
     assert checkout_problem(tmp_path, "v1.10.0") is None
-
-
-def refusal(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(raw)
-    return [str(p) for p in caught.value.problems]
 
 
 def test_config_refusals_name_their_keys() -> None:

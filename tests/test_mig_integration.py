@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import yaml
 
 from components.catalog import mig as catalog
-from components.config import parse_stack_config
-from components.config_base import StackConfigError
 from components.offline.runner import ProgramRun, run_program
-from tests.helpers import set_path, stack_raw
+from tests.helpers import refusal, set_path, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
@@ -91,12 +87,6 @@ def test_outputs_tell_other_teams_what_to_request(prod: ProgramRun) -> None:
     assert pools["gpu-node-2"]["podResources"] == {"limits": {"nvidia.com/mig-1g.10gb": 1}}
     (demand,) = prod.outputs["mig"]["demand"]
     assert demand["gpusUsed"] == demand["lowerBound"] == 11 and demand["fleetGpus"] == 24
-
-
-def refusal(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(raw)
-    return [str(p) for p in caught.value.problems]
 
 
 def test_v100_group_asking_for_mig_is_refused() -> None:

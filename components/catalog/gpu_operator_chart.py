@@ -41,11 +41,13 @@ def mig_resource_name(profile: str) -> str:
 
     ``mig_resource_name("1g.10gb") == "nvidia.com/mig-1g.10gb"``. Under `single` the slices are
     advertised as plain ``nvidia.com/gpu`` instead, so callers must branch on the strategy.
+    A resource name cannot hold "+": k8s-device-plugin (``internal/rm/rm.go``
+    ``AddDefaultResourcesToConfig``) advertises ``1g.10gb+me`` as ``nvidia.com/mig-1g.10gb.me``.
     """
     cleaned = profile.strip()
     if not cleaned or cleaned.startswith(MIG_RESOURCE_PREFIX):
         raise ValueError(f"expected a bare MIG profile such as '1g.10gb', got {profile!r}")
-    return MIG_RESOURCE_PREFIX + cleaned
+    return MIG_RESOURCE_PREFIX + cleaned.replace("+", ".")
 
 
 @dataclass(frozen=True)

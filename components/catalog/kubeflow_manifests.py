@@ -343,8 +343,10 @@ DEX_CONFIG_KEY = "config.yaml"
 # common/dex/overlays/oauth2-proxy/config-map.yaml data["config.yaml"] at v1.10.2 (the v1.10.0
 # file differs only by one comment line). The overlay replaces the whole value (a strategic merge
 # patch cannot edit inside a string), so it writes this text with the user's email/username.
-UPSTREAM_DEX_CONFIG_YAML = """\
-issuer: http://dex.auth.svc.cluster.local:5556/dex
+# The in-cluster issuer of upstream's dex (the first line of its config).
+DEX_ISSUER = "http://dex.auth.svc.cluster.local:5556/dex"
+UPSTREAM_DEX_CONFIG_YAML = f"""\
+issuer: {DEX_ISSUER}
 storage:
   type: kubernetes
   config:

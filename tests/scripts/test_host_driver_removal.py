@@ -493,7 +493,7 @@ def test_dry_run_lists_the_steps_and_changes_nothing(env: Env) -> None:
     node_before = env.cluster.node(NODE)
     files_before = env.host.driver_files()
 
-    result = env.run(DRY_RUN="true")
+    result = env.run(DRY_RUN="true", EVICTION_TIMEOUT_SECONDS="1")
 
     assert result.returncode == ExitCode.OK, result.output
     for step in (

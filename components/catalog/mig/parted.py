@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from components.catalog.gpu_operator_chart import GPU_RESOURCE, mig_resource_name
 from components.catalog.mig.errors import MigPartedError
 from components.catalog.mig.placement import place
 from components.catalog.mig.profiles import mig_gpu
@@ -137,16 +138,6 @@ def mig_strategy(layouts: Iterable[Mapping[str, int] | None]) -> MigStrategy:
     return "single"
 
 
-def mig_resource_name(profile: str) -> str:
-    """Extended resource of a profile under the mixed strategy: ``nvidia.com/mig-1g.10gb``.
-
-    k8s-device-plugin ``internal/rm/rm.go`` ``AddDefaultResourcesToConfig``:
-    ``strings.ReplaceAll("mig-"+profile, "+", ".")`` (a resource name cannot hold "+"),
-    so ``1g.10gb+me`` is advertised as ``nvidia.com/mig-1g.10gb.me``.
-    """
-    return "nvidia.com/" + ("mig-" + profile).replace("+", ".")
-
-
 def advertised_resources(
     model: str, layout: Mapping[str, int] | None, strategy: MigStrategy, gpus_per_node: int
 ) -> dict[str, int]:
@@ -164,7 +155,7 @@ def advertised_resources(
         raise MigPartedError(f"gpus_per_node must be an integer >= 1, got {gpus_per_node!r}")
     if layout is None:
         mig_gpu(model)
-        return {"nvidia.com/gpu": gpus_per_node}
+        return {GPU_RESOURCE: gpus_per_node}
     counts = place(model, layout).layout
     if strategy == "mixed":
         return {mig_resource_name(profile): n * gpus_per_node for profile, n in counts.items()}
@@ -174,4 +165,4 @@ def advertised_resources(
             f"{len(counts)} ({', '.join(counts)}); use mixed"
         )
     instances = sum(counts.values())  # one profile type (or none: nothing advertised)
-    return {"nvidia.com/gpu": instances * gpus_per_node} if instances else {}
+    return {GPU_RESOURCE: instances * gpus_per_node} if instances else {}
