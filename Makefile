@@ -18,10 +18,10 @@ tools: venv  ## the real kubectl/kustomize and helm binaries for the overlay tes
 	PYTHON=$(PY) bash tools/install-kustomize.sh
 
 preview: venv  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, no cloud credentials
-	$(PY) -m components.offline $(STACK)
+	$(PY) -m preview $(STACK)
 
 preview-all: venv  ## the offline preview of every Pulumi.<stack>.yaml
-	$(PY) -m components.offline
+	$(PY) -m preview
 
 test: venv tools  ## the whole test suite, offline
 	$(PY) -m pytest

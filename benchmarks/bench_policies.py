@@ -13,9 +13,9 @@ import statistics
 import time
 from dataclasses import replace
 
-from components.offline.mocks import Registration
-from components.offline.policy_gate import evaluate, load_policy_config
-from components.offline.runner import run_program
+from preview.mocks import Registration
+from preview.policy_gate import evaluate, load_policy_config
+from preview.runner import run_program
 
 RESOURCES = 1_000
 RUNS = 15

@@ -38,7 +38,7 @@ def _median_seconds(code: str) -> float:
 
 def main() -> None:
     """Print the import floor and each stack's preview time."""
-    from components.offline.stack_file import available_stacks
+    from preview.stack_file import available_stacks
 
     floor = _median_seconds(_IMPORTS)
     sdk_floor = _median_seconds(_ALL_SDK_IMPORTS)
@@ -46,7 +46,7 @@ def main() -> None:
     print(f"every SDK module the preview loads (k8s kinds, command, random, policy, pydantic): {sdk_floor:.2f} s")
     for stack in available_stacks(ROOT):
         code = (
-            "import sys, tempfile; from components.offline.__main__ import main; "
+            "import sys, tempfile; from preview.__main__ import main; "
             f"sys.exit(main([{stack!r}, '--quiet', '--out', tempfile.mkdtemp()]))"
         )
         seconds = _median_seconds(code)

@@ -13,8 +13,8 @@ import hypothesis.internal.observability  # noqa: F401
 import pytest
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 
-from components.config import PROJECT
-from components.offline.mocks import PlatformMocks, RecordingMonitor
+from components.stack.config import PROJECT
+from preview.mocks import PlatformMocks, RecordingMonitor
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -50,8 +50,8 @@ def delete_path(document: dict[str, Any], path: str) -> dict[str, Any]:
 
 def refusal(raw: dict[str, Any]) -> list[str]:
     """The problem lines of a refused stack config (fails the test if it is accepted)."""
-    from components.config import parse_stack_config
-    from components.config_base import StackConfigError
+    from components.stack.config import parse_stack_config
+    from components.base.config_model import StackConfigError
 
     with pytest.raises(StackConfigError) as caught:
         parse_stack_config(raw)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from components.config import parse_stack_config
-from components.host_preparation import remote_command
-from components.offline.render import preview_files
-from components.offline.runner import ProgramRun, run_program
+from components.stack.config import parse_stack_config
+from components.bare_metal.host_preparation import remote_command
+from preview.render import preview_files
+from preview.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw
 
 COMMAND = "command:remote:Command"

@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.config import parse_stack_config
-from components.config_base import StackConfigError
+from components.stack.config import parse_stack_config
+from components.base.config_model import StackConfigError
 from tests.helpers import delete_path, refusal, set_path, stack_raw
 
 V100 = "nodeGroups.v100"

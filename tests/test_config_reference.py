@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from components.config_reference import render
+from components.stack.reference import render
 from tests.helpers import ROOT
 
 
 def test_configuration_reference_is_up_to_date() -> None:
     committed = (ROOT / "docs" / "configuration.md").read_text()
-    assert committed == render(), "regenerate: python -m components.config_reference > docs/configuration.md"
+    assert committed == render(), "regenerate: python -m components.stack.reference > docs/configuration.md"
 
 
 def test_reference_lists_keys_users_set() -> None:

@@ -11,8 +11,8 @@ import pytest
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 from pulumi.runtime.mocks import MockResourceArgs
 
-from components.offline.mocks import PlatformMocks, RecordingMonitor
-from components.offline.runner import run_program
+from preview.mocks import PlatformMocks, RecordingMonitor
+from preview.runner import run_program
 from tests.helpers import ROOT
 
 EXAMPLE = ROOT / "examples" / "gpu-consumer"

@@ -7,10 +7,10 @@ from typing import Any
 
 import yaml
 
-from components.config import parse_stack_config
-from components.gpu_operator import kyverno_webhooks
-from components.gpu_operator_values import build_values
-from components.offline.runner import ProgramRun, run_program
+from components.stack.config import parse_stack_config
+from components.gpu_operator.component import kyverno_webhooks
+from components.gpu_operator.values import build_values
+from preview.runner import ProgramRun, run_program
 from tests.helpers import ROOT, refusal, set_path, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

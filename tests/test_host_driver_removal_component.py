@@ -9,11 +9,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components import host_driver_removal_contract as contract
-from components.config import parse_stack_config
-from components.config_base import StackConfigError
-from components.offline.render import is_manifest, manifest_of
-from components.offline.runner import ProgramRun, run_program
+from components.host_driver_removal import contract
+from components.stack.config import parse_stack_config
+from components.base.config_model import StackConfigError
+from preview.render import is_manifest, manifest_of
+from preview.runner import ProgramRun, run_program
 from tests.helpers import ROOT, set_path, stack_raw
 
 

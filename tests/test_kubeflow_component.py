@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from components.catalog import kubeflow_manifests as km
-from components.config import parse_stack_config
-from components.config_base import StackConfigError
-from components.kubeflow import Kubeflow
-from components.kubeflow_checkout import checkout_problem
-from components.offline.render import preview_files
-from components.offline.runner import ProgramRun, run_program
+from components.stack.config import parse_stack_config
+from components.base.config_model import StackConfigError
+from components.kubeflow.component import Kubeflow
+from components.kubeflow.checkout import checkout_problem
+from preview.render import preview_files
+from preview.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw
 
 SECRET = "kubernetes:core/v1:Secret"

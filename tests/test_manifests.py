@@ -5,9 +5,9 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
-from components.offline.render import is_manifest, manifest_of
-from components.offline.runner import run_program
-from components.offline.stack_file import available_stacks
+from preview.render import is_manifest, manifest_of
+from preview.runner import run_program
+from preview.stack_file import available_stacks
 from tests.helpers import ROOT
 
 # CRDs whose schema kubernetes-validate does not ship (custom resources of other projects).

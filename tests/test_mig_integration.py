@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.catalog import mig as catalog
-from components.offline.runner import ProgramRun, run_program
+from preview.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

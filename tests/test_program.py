@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.offline.render import preview_files
-from components.offline.runner import run_program
-from components.offline.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
+from preview.render import preview_files
+from preview.runner import run_program
+from preview.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
 from tests.helpers import ROOT
 
 STACKS = available_stacks(ROOT)
@@ -68,7 +68,7 @@ def test_dev_node_group_outputs_tell_how_to_schedule() -> None:
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "components.offline", *args],
+        [sys.executable, "-m", "preview", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import parse_stack_config
-from components.config_base import StackConfigError
-from components.offline.runner import ProgramRun, run_program
+from components.stack.config import parse_stack_config
+from components.base.config_model import StackConfigError
+from preview.runner import ProgramRun, run_program
 from tests.helpers import set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"

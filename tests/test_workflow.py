@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.offline.stack_file import available_stacks
+from preview.stack_file import available_stacks
 from tests.helpers import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "pull-request.yml"

@@ -3,7 +3,7 @@
 Upstream installs Kubeflow with ``kustomize build example | kubectl apply``. That example ships a
 static dex user (``user@example.com`` / ``12341234``), a public OIDC client secret and a public
 oauth2-proxy cookie secret, and always installs cert-manager. gpu-platform generates its own
-overlay over a pinned checkout instead (``components/kubeflow_overlay.py``); this module holds the
+overlay over a pinned checkout instead (``components/kubeflow/overlay.py``); this module holds the
 facts that overlay and the CrossGuard policies need, written once.
 
 Sources (github.com/kubeflow/manifests, Apache-2.0; the repository now also answers as
@@ -302,7 +302,7 @@ DEX_PASSWORDS = ReplacedSecret(
     keys=MappingProxyType(
         {
             "DEX_USER_PASSWORD": "bcrypt hash ($2y$/$2b$, cost 10..16) of the dex user's password; "
-            "make it with `python -m components.tools.hash_password`",
+            "make it with `python -m components.kubeflow.hash_password`",
         }
     ),
     source="common/dex/base/dex-passwords.yaml",

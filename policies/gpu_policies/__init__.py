@@ -2,7 +2,7 @@
 
 ``PolicyPack(...)`` starts a gRPC server and never returns, so the policies live here and
 ``policies/__main__.py`` only wraps them; tests and the offline pull-request gate
-(``components/offline/policy_gate.py``) import these lists directly.
+(``preview/policy_gate.py``) import these lists directly.
 """
 
 from __future__ import annotations

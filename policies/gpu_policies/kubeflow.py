@@ -99,7 +99,7 @@ def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> 
         elif key.endswith(f".{_PASSWORD_KEY}") and is_hash_of_default_password(value):
             report(
                 f"{label} {key} is a bcrypt hash of the upstream default password {DEFAULT_PASSWORD}; "
-                "choose a new password and hash it with `python -m components.tools.hash_password`",
+                "choose a new password and hash it with `python -m components.kubeflow.hash_password`",
                 None,
             )
 

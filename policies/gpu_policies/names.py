@@ -1,8 +1,8 @@
 """Resource type tokens, labels and annotations the policies recognise.
 
 The pack's own environment has only pulumi, pulumi-policy, PyYAML and bcrypt, so it imports the pure
-modules of the program (``components.catalog``, ``components.labels``,
-``components.host_driver_removal_contract``) and nothing that pulls in a provider SDK.
+modules of the program (``components.catalog``, ``components.catalog.names``,
+``components.host_driver_removal.contract``) and nothing that pulls in a provider SDK.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from components.host_driver_removal_contract import OPT_IN_LABEL, OPT_IN_VALUE
-from components.labels import (
+from components.host_driver_removal.contract import OPT_IN_LABEL, OPT_IN_VALUE
+from components.catalog.names import (
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,

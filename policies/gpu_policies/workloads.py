@@ -27,7 +27,7 @@ from .names import pod_spec_path
 from .props import get, items, mapping, text
 from .settings import setting, string_list
 
-# The GPU Operator's namespace (components.gpu_operator_config default) and the platform's own system
+# The GPU Operator's namespace (components.gpu_operator.config default) and the platform's own system
 # namespace (the host-driver-removal DaemonSet).
 DEFAULT_PRIVILEGED_NAMESPACES = ("gpu-operator", "gpu-platform-system")
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")

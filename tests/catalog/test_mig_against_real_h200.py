@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.catalog import mig
-from components.catalog.nvidia_smi import (
+from tests.support.nvidia_smi import (
     gpu_model_key,
     parse_mig_lgip,
     parse_mig_lgipp,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.catalog.gpus import GPU_MODELS
-from components.catalog.nvidia_smi import (
+from tests.support.nvidia_smi import (
     QUERY_GPU_FIELDS,
     MigMode,
     NvidiaSmiError,

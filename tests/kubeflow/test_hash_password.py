@@ -1,4 +1,4 @@
-"""``python -m components.tools.hash_password``: the hash dex will check the login against."""
+"""``python -m components.kubeflow.hash_password``: the hash dex will check the login against."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import bcrypt
 import pytest
 
-from components.tools import hash_password as tool
+from components.kubeflow import hash_password as tool
 from tests.kubeflow.fixture_tree import REPO_ROOT
 
 
@@ -40,7 +40,7 @@ def test_default_cost_is_upstreams_twelve() -> None:
 
 def test_module_runs_as_a_command() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "components.tools.hash_password", "--cost", "10"],
+        [sys.executable, "-m", "components.kubeflow.hash_password", "--cost", "10"],
         input="from-a-pipe",
         capture_output=True,
         text=True,

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.catalog import kubeflow_manifests as km
-from components.kubeflow_overlay import (
+from components.kubeflow.overlay import (
     CRDS_AND_NAMESPACES_DIR,
     PROGRAM_SUPPLIED_SECRETS,
     REST_DIR,

@@ -21,11 +21,11 @@ import pytest
 import yaml
 from pulumi_policy.proxy import unknown_checking_proxy
 
-import components.offline.policy_gate as gate
+import preview.policy_gate as gate
 from components.catalog.kubeflow_manifests import DEFAULT_OIDC_CLIENT_SECRET, DEFAULT_PASSWORD_HASH
 from components.catalog.mig import mig_gpu
-from components.offline.mocks import SECRET_MASK, Registration
-from components.offline.policy_gate import (
+from preview.mocks import SECRET_MASK, Registration
+from preview.policy_gate import (
     REPORT_NAME,
     GateResult,
     PolicyConfigError,
@@ -37,8 +37,8 @@ from components.offline.policy_gate import (
     verdict_table,
     write_report,
 )
-from components.offline.runner import ProgramRun, run_program
-from components.offline.stack_file import available_stacks
+from preview.runner import ProgramRun, run_program
+from preview.stack_file import available_stacks
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.names import NODE_GROUP_TYPE, OPT_IN_LABEL
 from tests.helpers import ROOT
@@ -347,7 +347,7 @@ def _changed(inputs: dict[str, Any], change: Callable[[dict[str, Any]], None]) -
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "components.offline", *args],
+        [sys.executable, "-m", "preview", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

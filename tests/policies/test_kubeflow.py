@@ -56,7 +56,7 @@ def test_a_fresh_hash_of_the_default_password_is_refused() -> None:
     )
     assert outcome.messages == [
         f"Secret auth/dex-passwords stringData.DEX_USER_PASSWORD is a bcrypt hash of the upstream default password "
-        f"{DEFAULT_PASSWORD}; choose a new password and hash it with `python -m components.tools.hash_password`"
+        f"{DEFAULT_PASSWORD}; choose a new password and hash it with `python -m components.kubeflow.hash_password`"
     ]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from components.gpu_operator_config import GpuOperatorConfig
-from components.host_driver_removal_config import HostDriverRemovalConfig
+from components.gpu_operator.config import GpuOperatorConfig
+from components.host_driver_removal.config import HostDriverRemovalConfig
 from policies.gpu_policies.workloads import DEFAULT_PRIVILEGED_NAMESPACES
 from tests.helpers import ROOT
 

@@ -11,7 +11,7 @@ import sys
 import yaml
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity, StackValidationPolicy
 
-from components.offline.policy_gate import parse_policy_config
+from preview.policy_gate import parse_policy_config
 from policies.gpu_policies import ALL_POLICIES, RESOURCE_POLICIES, STACK_POLICIES
 from policies.gpu_policies.settings import schema_defaults
 from tests.helpers import ROOT

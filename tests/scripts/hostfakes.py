@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from components import host_driver_removal_contract as c
+from components.host_driver_removal import contract as c
 
 FAKES = Path(__file__).parent / "fakes"
 LIB = "/usr/lib/x86_64-linux-gnu"

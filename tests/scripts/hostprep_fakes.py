@@ -239,7 +239,7 @@ class FakeHost:
         """Run the step as the component will: ``command_text`` (inputs exported at its top) on
         the stdin of ``bash -s``, or with ``as_argument`` as ``bash -c <text>`` (what sshd does
         with a Command's ``create`` when the login shell is bash). Inputs are validated first."""
-        from components.host_prep_steps import command_text
+        from components.bare_metal.host_prep_steps import command_text
 
         text = command_text(step, env)
         if as_argument:
@@ -249,7 +249,7 @@ class FakeHost:
     def run_unchecked(self, step: str, env: dict[str, str]) -> RunResult:
         """Run the shipped script text with inputs in the process environment, skipping the
         Python-side validation: what the script itself does with a bad input."""
-        from components.host_prep_steps import script_text
+        from components.bare_metal.host_prep_steps import script_text
 
         return self._bash(["-s"], script_text(step), self._env(env))
 

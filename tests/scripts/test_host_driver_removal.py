@@ -1,4 +1,4 @@
-"""Behaviour tests for components/scripts/host-driver-removal.sh.
+"""Behaviour tests for components/host_driver_removal/host-driver-removal.sh.
 
 Each test runs the real script with bash against a fake host root (stub modprobe/rmmod/systemctl/dpkg/rpm/
 nvidia-uninstall operating on a temp dir) and a fake Kubernetes API (a stub kubectl over a JSON file), then
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from components import host_driver_removal_contract as c
-from components.host_driver_removal_contract import ExitCode, Reason, RemovalState
+from components.host_driver_removal import contract as c
+from components.host_driver_removal.contract import ExitCode, Reason, RemovalState
 from tests.scripts.hostfakes import NAMESPACE, Env, FakeCluster, FakeHost, script_process
 
 NODE = "gpu-node-1"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components.host_prep_steps import (
+from components.bare_metal.host_prep_steps import (
     SCRIPTS_DIR,
     STEPS,
     HostPrepInputError,

@@ -1,0 +1,120 @@
+"""The HostPreparation ComponentResource: idempotent host steps over SSH, one command per step per host.
+
+Each step is a self-contained bash script from ``components/bare_metal/scripts/`` (see
+``components/bare_metal/host_prep_steps.py``) with its inputs exported at the top. A step re-runs when its
+script or inputs change (the command text is its trigger); re-running is safe, and the script's
+last line says what it changed. The private keys are Pulumi secrets and no script prints a secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_command as command
+
+from components.bare_metal import host_prep_steps as steps
+from components.bare_metal.config import BareMetalConfig, BareMetalNode
+
+
+@dataclass(frozen=True)
+class HostPreparationArgs:
+    """Inputs: the bare-metal config, the driver facts to check, and the SSH keys (secrets)."""
+
+    config: BareMetalConfig
+    required_min_driver: str
+    expected_driver_version: str
+    private_key: pulumi.Input[str]
+    bastion_private_key: pulumi.Input[str] | None = None
+
+
+HEREDOC_END = "__GPU_PLATFORM_STEP__"
+
+
+def remote_command(script: str, become_root: bool) -> str:
+    """The command sent over SSH: the script itself, or fed to ``sudo -n bash -s`` for a non-root user.
+
+    ``sudo -n`` fails at once instead of waiting for a password prompt that nobody answers.
+    """
+    if not become_root:
+        return script
+    return f"sudo -n bash -s <<'{HEREDOC_END}'\n{script.rstrip()}\n{HEREDOC_END}\n"
+
+
+def step_environment(
+    config: BareMetalConfig, node: BareMetalNode, args: HostPreparationArgs
+) -> dict[str, dict[str, str]]:
+    """The inputs of every step for one node (validated by host_prep_steps before anything runs)."""
+    prep = config.host_preparation
+    env: dict[str, dict[str, str]] = {
+        "nouveau": {
+            "KERNEL_ARGS": " ".join(prep.kernel_args),
+            "ALLOW_UNSIGNED_MODULES": str(prep.allow_unsigned_modules).lower(),
+        },
+        "sysctl": {"BPF_JIT_HARDEN": str(prep.bpf_jit_harden)},
+        "driver-check": {
+            "REQUIRED_MIN_DRIVER": args.required_min_driver,
+            "EXPECTED_DRIVER_VERSION": args.expected_driver_version,
+        },
+        "nvidia-services": {"NVSWITCH": node.nvswitch or prep.nvswitch},
+        "container-toolkit": {
+            "CONTAINERD_CONFIG": prep.containerd_config,
+            "SET_AS_DEFAULT": str(prep.set_as_default_runtime).lower(),
+            "ENABLE_CDI": str(prep.enable_cdi).lower(),
+        },
+    }
+    return {
+        step.name: env[step.name]
+        for step in steps.STEPS
+        if step.name != "container-toolkit" or prep.configure_containerd
+    }
+
+
+class HostPreparation(pulumi.ComponentResource):
+    """Prepares every bare-metal GPU node; the GPU Operator depends on it."""
+
+    commands: dict[str, list[command.remote.Command]]
+
+    def __init__(self, name: str, args: HostPreparationArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-platform:baremetal:HostPreparation", name, None, opts)
+        config = args.config
+        self.commands = {}
+        for node in config.nodes:
+            previous: list[pulumi.Resource] = []
+            self.commands[node.name] = []
+            for step_name, env in step_environment(config, node, args).items():
+                text = remote_command(steps.command_text(step_name, env), config.ssh.become_root)
+                digest = hashlib.sha256(text.encode()).hexdigest()
+                run = command.remote.Command(
+                    f"{name}-{node.name}-{step_name}",
+                    connection=self._connection(config, node, args),
+                    create=text,
+                    triggers=[digest],
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
+                )
+                self.commands[node.name].append(run)
+                previous = [run]
+        self.register_outputs({"nodes": sorted(self.commands)})
+
+    @staticmethod
+    def _connection(
+        config: BareMetalConfig, node: BareMetalNode, args: HostPreparationArgs
+    ) -> command.remote.ConnectionArgs:
+        ssh = config.ssh
+        proxy = None
+        if ssh.bastion is not None:
+            proxy = command.remote.ProxyConnectionArgs(
+                host=ssh.bastion.host,
+                user=ssh.bastion.user,
+                port=ssh.bastion.port,
+                private_key=pulumi.Output.secret(args.bastion_private_key or args.private_key),
+            )
+        return command.remote.ConnectionArgs(
+            host=node.address,
+            user=ssh.user,
+            port=ssh.port,
+            private_key=pulumi.Output.secret(args.private_key),
+            proxy=proxy,
+        )

@@ -1,0 +1,57 @@
+"""Labels on existing bare-metal nodes, through server-side apply with one fixed field manager.
+
+``NodePatch`` owns exactly the labels it sets: deleting it (or dropping a label from config)
+removes those labels and leaves every other manager's labels alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.bare_metal.config import BareMetalNode
+from components.catalog.names import FIELD_MANAGER, GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
+
+
+def bare_metal_labels(node: BareMetalNode) -> dict[str, str]:
+    """The labels gpu-platform owns on one bare-metal node (the MIG label is applied separately)."""
+    labels = {GPU_NODE_LABEL: "true", GPU_MODEL_LABEL: node.gpu_model, NODE_GROUP_LABEL: node.pool}
+    labels.update(node.labels)
+    return dict(sorted(labels.items()))
+
+
+@dataclass(frozen=True)
+class NodeLabelsArgs:
+    """Labels per node name, the field manager that owns them, and the provider.
+
+    Each field manager owns exactly its labels: the MIG label has its own manager so that it can be
+    applied after the GPU Operator release (which carries the mig-parted config it names).
+    """
+
+    labels: dict[str, dict[str, str]]
+    provider: k8s.Provider
+    field_manager: str = FIELD_MANAGER
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class BareMetalNodeLabels(pulumi.ComponentResource):
+    """One NodePatch per bare-metal GPU node."""
+
+    patches: dict[str, k8s.core.v1.NodePatch]
+
+    def __init__(self, name: str, args: NodeLabelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-platform:baremetal:NodeLabels", name, None, opts)
+        self.patches = {}
+        for node_name, labels in args.labels.items():
+            self.patches[node_name] = k8s.core.v1.NodePatch(
+                f"{name}-{node_name}",
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=node_name,
+                    labels=dict(sorted(labels.items())),
+                    annotations={"pulumi.com/patchFieldManager": args.field_manager},
+                ),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+            )
+        self.register_outputs({"nodes": sorted(self.patches)})

@@ -1,0 +1,140 @@
+"""The GPU Operator ComponentResource: its namespace, the Helm release and an optional Kyverno exclusion.
+
+A real ``helm.v3.Release`` (not ``helm.v4.Chart``): the chart's pre-upgrade hook upgrades its CRDs
+and only runs under a Helm release. The release is atomic with cleanup on failure and a timeout
+sized for driver builds, so a failed install rolls back instead of leaving a half-installed operator.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog import gpu_operator_chart as chart
+from components.catalog.gpu_operator_contract import contract_for
+from components.gpu_operator.config import GpuOperatorConfig
+from components.catalog.names import (
+    DRIVER_OWNER_ANNOTATION,
+    DRIVER_VERSION_ANNOTATION,
+    FIELD_MANAGER,
+    GPU_MODELS_ANNOTATION,
+)
+
+PSA_PRIVILEGED = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "privileged",
+    "pod-security.kubernetes.io/warn": "privileged",
+}
+
+
+@dataclass(frozen=True)
+class GpuOperatorArgs:
+    """Inputs: the operator config, the finished values, and what must exist first."""
+
+    config: GpuOperatorConfig
+    values: dict[str, Any]
+    provider: k8s.Provider
+    driver_owner: str = "operator"
+    driver_version: str = ""
+    gpu_models: list[str] = field(default_factory=list)
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+def kyverno_webhooks(operator_namespace: str, kyverno_namespace: str) -> str:
+    """Kyverno's ``webhooks`` setting with the operator namespace excluded (Kyverno's defaults kept)."""
+    excluded = sorted({"kube-system", kyverno_namespace, operator_namespace})
+    selector = {
+        "namespaceSelector": {
+            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded}]
+        }
+    }
+    return json.dumps([selector], separators=(",", ":"))
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator, installed from the pinned chart with validated values."""
+
+    namespace: k8s.core.v1.Namespace
+    release: k8s.helm.v3.Release
+    status: pulumi.Output[Any]
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-platform:gpu:GpuOperator", name, None, opts)
+        config = args.config
+        # Our own values must satisfy the chart's contract too: a bug here must not reach a cluster.
+        contract_for(config.chart_version).require_valid(args.values)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=config.namespace,
+                labels={**PSA_PRIVILEGED, "app.kubernetes.io/managed-by": "gpu-platform"},
+                # Read by the policy pack: the driver the GPU nodes run and the GPU models present.
+                annotations={
+                    DRIVER_OWNER_ANNOTATION: args.driver_owner,
+                    DRIVER_VERSION_ANNOTATION: args.driver_version,
+                    GPU_MODELS_ANNOTATION: ",".join(args.gpu_models),
+                },
+            ),
+            opts=child,
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=config.release_name,
+            namespace=config.namespace,
+            chart=chart.CHART_NAME,
+            version=config.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.CHART_REPO),
+            values=args.values,
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=config.timeout_seconds,
+            max_history=10,
+            create_namespace=False,
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[self.namespace, *args.depends_on])
+            ),
+        )
+        if config.kyverno.enabled:
+            self._kyverno_exclusion(name, config, child)
+        self.status = self.release.status
+        self.register_outputs({"namespace": config.namespace, "chartVersion": config.chart_version})
+
+    def _kyverno_exclusion(self, name: str, config: GpuOperatorConfig, child: pulumi.ResourceOptions) -> None:
+        kyverno = config.kyverno
+        if kyverno.mode == "webhookNamespaceSelector":
+            k8s.core.v1.ConfigMapPatch(
+                f"{name}-kyverno-webhooks",
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=kyverno.config_map,
+                    namespace=kyverno.namespace,
+                    annotations={"pulumi.com/patchFieldManager": FIELD_MANAGER, "pulumi.com/patchForce": "true"},
+                ),
+                data={"webhooks": kyverno_webhooks(config.namespace, kyverno.namespace)},
+                opts=child,
+            )
+            return
+        k8s.apiextensions.CustomResource(
+            f"{name}-kyverno-exception",
+            api_version="kyverno.io/v2",
+            kind="PolicyException",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="gpu-operator", namespace=config.namespace),
+            spec={
+                "exceptions": [{"policyName": policy, "ruleNames": ["*"]} for policy in sorted(kyverno.policies)],
+                "match": {
+                    "any": [
+                        {
+                            "resources": {
+                                "kinds": ["Pod", "DaemonSet", "Deployment", "Job"],
+                                "namespaces": [config.namespace],
+                            }
+                        }
+                    ]
+                },
+            },
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace])),
+        )

@@ -1,0 +1,145 @@
+"""Config model of the NVIDIA GPU Operator release (``gpuOperator`` in the stack file).
+
+Two situations, chosen by ``driver.owner``:
+- ``operator``: the operator builds and owns the driver (Yandex ``runc`` groups). ``driver.version``
+  is pinned here and checked against every GPU architecture in the stack and the CUDA level.
+- ``host``: the driver is on the host (bare metal, or Yandex ``runc_drivers_cuda`` groups).
+  ``hostDriver.version`` declares what the hosts run, checked the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from pydantic import Field
+
+from components.catalog.gpu_operator_chart import DEFAULT_CHART_VERSION, SUPPORTED_CHART_VERSIONS
+from components.catalog.kubernetes import dns_label_problem
+from components.catalog.versions import is_version
+from components.base.config_model import ConfigModel, Problem, join_path
+
+DriverOwner = Literal["operator", "host"]
+
+
+class PodDeletion(ConfigModel):
+    """How the upgrade controller deletes GPU pods before a driver upgrade."""
+
+    force: bool = False
+    timeout_seconds: int = Field(default=300, ge=0)
+    delete_empty_dir: bool = False
+
+
+class Drain(ConfigModel):
+    """Whether and how nodes are drained before a driver upgrade."""
+
+    enable: bool = False
+    force: bool = False
+    pod_selector: str = ""
+    timeout_seconds: int = Field(default=300, ge=0)
+    delete_empty_dir: bool = False
+
+
+class WaitForCompletion(ConfigModel):
+    """Wait for matching jobs to finish before upgrading a node (0 = forever)."""
+
+    timeout_seconds: int = Field(default=0, ge=0)
+    pod_selector: str = ""
+
+
+class UpgradePolicy(ConfigModel):
+    """``driver.upgradePolicy`` of the chart: rolling driver upgrades, one node at a time by default."""
+
+    auto_upgrade: bool = True
+    max_parallel_upgrades: int = Field(default=1, ge=0)
+    max_unavailable: str | int = "25%"
+    gpu_pod_deletion: PodDeletion = PodDeletion()
+    drain: Drain = Drain()
+    wait_for_completion: WaitForCompletion = WaitForCompletion()
+
+
+class DriverConfig(ConfigModel):
+    """Who owns the driver, and the operator-managed driver's settings."""
+
+    owner: DriverOwner | None = Field(
+        default=None, description="operator or host; default: operator when any Yandex group is runc, else host"
+    )
+    version: str | None = Field(default=None, description="operator-managed driver version, e.g. 580.95.05")
+    kernel_module_type: Literal["auto", "open", "proprietary"] = "auto"
+    use_precompiled: bool = False
+    upgrade_policy: UpgradePolicy = UpgradePolicy()
+
+
+class HostDriverConfig(ConfigModel):
+    """The driver the hosts run when ``driver.owner`` is host (checked, and by bare-metal preparation)."""
+
+    version: str
+
+
+class KyvernoExclusion(ConfigModel):
+    """Keep Kyverno from blocking the operator's privileged pods.
+
+    ``webhookNamespaceSelector`` (default, per the Kyverno docs the cheapest and most reliable):
+    the API server never sends the namespace's objects to Kyverno's webhooks. ``policyException``:
+    a kyverno.io/v2 PolicyException for the named policies (Kyverno must allow exceptions in the
+    operator namespace).
+    """
+
+    enabled: bool = False
+    mode: Literal["webhookNamespaceSelector", "policyException"] = "webhookNamespaceSelector"
+    namespace: str = "kyverno"
+    config_map: str = "kyverno"
+    policies: list[str] = Field(default_factory=list)
+
+
+class GpuOperatorConfig(ConfigModel):
+    """The GPU Operator Helm release."""
+
+    enabled: bool = True
+    namespace: str = "gpu-operator"
+    release_name: str = "gpu-operator"
+    chart_version: str = DEFAULT_CHART_VERSION
+    timeout_seconds: int = Field(default=1800, ge=300, description="driver builds take 10-15 minutes per node")
+    driver: DriverConfig = DriverConfig()
+    host_driver: HostDriverConfig | None = None
+    toolkit: bool | None = Field(
+        default=None, description="toolkit.enabled; default: false where host preparation configures containerd"
+    )
+    vgpu_device_manager: bool = False
+    vfio_manager: bool = False
+    sandbox_device_plugin: bool = False
+    disable_dev_char_symlinks: bool | None = Field(
+        default=None, description="validator.driver.env DISABLE_DEV_CHAR_SYMLINK_CREATION; default true for host"
+    )
+    priority_class_name: str = "system-node-critical"
+    update_strategy: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
+    max_unavailable: str = "1"
+    scope_nfd_to_gpu_nodes: bool = True
+    prometheus_operator: bool = Field(default=False, description="the cluster has the ServiceMonitor CRD")
+    mig_manager: bool = True
+    kyverno: KyvernoExclusion = KyvernoExclusion()
+    extra_values: dict[str, Any] = Field(default_factory=dict, description="rare needs; checked against the chart")
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """Shape checks that need no other section (fleet-wide checks live in gpu_operator_values)."""
+        if self.chart_version not in SUPPORTED_CHART_VERSIONS:
+            from components.catalog.gpu_operator_chart import unsupported_version_message
+
+            yield Problem(join_path(path, "chartVersion"), unsupported_version_message(self.chart_version))
+        for key, value in (("namespace", self.namespace), ("releaseName", self.release_name)):
+            problem = dns_label_problem(value)
+            if problem:
+                yield Problem(join_path(path, key), problem)
+        if self.driver.version is not None and not is_version(self.driver.version):
+            yield Problem(
+                join_path(path, "driver", "version"), f"{self.driver.version!r} is not a driver version like 580.95.05"
+            )
+        if self.host_driver is not None and not is_version(self.host_driver.version):
+            yield Problem(
+                join_path(path, "hostDriver", "version"),
+                f"{self.host_driver.version!r} is not a driver version like 580.95.05",
+            )
+        if self.kyverno.enabled and self.kyverno.mode == "policyException" and not self.kyverno.policies:
+            yield Problem(
+                join_path(path, "kyverno", "policies"), "name at least one Kyverno policy to except the namespace from"
+            )

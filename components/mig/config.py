@@ -1,0 +1,60 @@
+"""Config models of MIG partitioning.
+
+Per pool (``nodeGroups.<name>.mig`` on Yandex, ``bareMetal.nodes[i].mig`` on bare metal) exactly one of:
+- ``layout``: a configuration NVIDIA names (``all-1g.10gb``, ``all-balanced``, ``all-disabled`` ...);
+- ``custom``: profile -> count on every GPU of the node;
+- ``perGpu``: a list of ``{devices: [0, 1], layout: {profile: count}}`` for nodes whose GPUs differ.
+
+Stack-wide (``mig``): the strategy (``auto`` derives single/mixed), ``withReboot`` for clouds where
+toggling MIG mode needs a reboot, and an optional ``demand`` the planner checks against the fleet.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from components.base.config_model import ConfigModel
+
+
+class GpuLayout(ConfigModel):
+    """The layout of some GPUs of a node, by index."""
+
+    devices: list[int] = Field(min_length=1)
+    layout: dict[str, int]
+
+
+class MigConfig(ConfigModel):
+    """How the GPUs of one pool are partitioned."""
+
+    layout: str | None = None
+    custom: dict[str, int] | None = None
+    per_gpu: list[GpuLayout] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MigConfig:
+        given = [
+            key
+            for key, value in (("layout", self.layout), ("custom", self.custom), ("perGpu", self.per_gpu))
+            if value is not None
+        ]
+        if len(given) != 1:
+            raise ValueError(f"set exactly one of layout, custom or perGpu (got {', '.join(given) or 'none'})")
+        return self
+
+
+class MigDemand(ConfigModel):
+    """MIG slices the workloads need, checked by the planner against the fleet's GPUs of one model."""
+
+    gpu_model: str
+    profiles: dict[str, int] = Field(min_length=1)
+
+
+class MigSettings(ConfigModel):
+    """Stack-wide MIG settings."""
+
+    strategy: Literal["auto", "single", "mixed"] = "auto"
+    with_reboot: bool = Field(default=False, description="migManager.env WITH_REBOOT (needed on some clouds/VMs)")
+    config_map_name: str = "gpu-platform-mig-config"
+    demand: list[MigDemand] = Field(default_factory=list)

@@ -1,0 +1,225 @@
+"""MIG as code: per-pool layouts resolved against the catalog, the mig-parted config, node labels.
+
+Everything here is decided before a resource exists: a layout the GPU cannot place is refused with
+the pool's config path, the model and the reason. The result feeds three places: the GPU Operator
+values (``mig.strategy``, ``migManager``), the node labels (``nvidia.com/mig.config``, set through
+the node group's labels on Yandex and a NodePatch on bare metal), and the stack outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from components.catalog import mig as catalog
+from components.stack.config import StackConfig
+from components.base.config_model import Problem, join_path
+from components.stack.pools import GpuPool, gpu_pools
+from components.mig.config import MigConfig
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+ALL_DISABLED = "all-disabled"
+Layout = Mapping[str, int] | None
+
+
+@dataclass(frozen=True)
+class PoolMig:
+    """The MIG decision for one pool: the config name its nodes are labelled with and each GPU's layout."""
+
+    pool: GpuPool
+    config_name: str
+    gpu_layouts: tuple[Layout, ...]
+    named: bool
+
+    @property
+    def strategy(self) -> catalog.MigStrategy:
+        """single or mixed, for this pool's nodes alone."""
+        return catalog.mig_strategy(self.gpu_layouts)
+
+    def device_layouts(self) -> list[catalog.DeviceLayout]:
+        """mig-parted entries: GPUs grouped by identical layout."""
+        groups: dict[Any, list[int]] = {}
+        for index, layout in enumerate(self.gpu_layouts):
+            key = None if layout is None else tuple(sorted(layout.items()))
+            groups.setdefault(key, []).append(index)
+        all_gpus = len(groups) == 1
+        return [
+            catalog.DeviceLayout(
+                model=self.pool.model.key,
+                devices="all" if all_gpus else indexes,
+                layout=None if key is None else dict(key),
+            )
+            for key, indexes in groups.items()
+        ]
+
+    def resources(self, strategy: catalog.MigStrategy) -> dict[str, int]:
+        """Allocatable GPU resources of one node under ``strategy``."""
+        total: dict[str, int] = {}
+        for layout in self.gpu_layouts:
+            for name, count in catalog.advertised_resources(self.pool.model.key, layout, strategy, 1).items():
+                total[name] = total.get(name, 0) + count
+        return dict(sorted(total.items()))
+
+
+@dataclass
+class MigPlanResult:
+    """Every pool's MIG decision, the cluster-wide strategy and what the operator needs."""
+
+    pools: dict[str, PoolMig] = field(default_factory=dict)
+    strategy: catalog.MigStrategy = "single"
+    parted_config: dict[str, Any] | None = None
+    demand_plans: list[catalog.MigPlan] = field(default_factory=list)
+
+    def labels(self, pool_name: str) -> dict[str, str]:
+        """The MIG label of a pool's nodes (empty for pools whose GPUs cannot do MIG)."""
+        decision = self.pools.get(pool_name)
+        return {MIG_CONFIG_LABEL: decision.config_name} if decision else {}
+
+
+def _custom_name(pool: GpuPool, layouts: tuple[Layout, ...]) -> str:
+    """``gpu-platform-<pool>-<digest>``: a changed layout gets a new name, so the node label changes.
+
+    mig-manager acts only when ``nvidia.com/mig.config`` changes; with a fixed name an edited
+    layout would never be applied to nodes already carrying it.
+    """
+    text = json.dumps([None if layout is None else sorted(layout.items()) for layout in layouts])
+    return f"gpu-platform-{pool.name}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def resolve_pool(pool: GpuPool, mig: MigConfig | None) -> PoolMig | None:
+    """The pool's MIG decision; None for GPUs without MIG. Raises catalog.MigError for a bad layout."""
+    if not pool.model.mig_capable:
+        if mig is not None:
+            raise catalog.MigNotSupported(
+                f"{pool.model.key} cannot do MIG; MIG-capable models: {', '.join(catalog.mig_models())}"
+            )
+        return None
+    gpus = pool.gpus_per_node
+    if mig is None or mig.layout == ALL_DISABLED:
+        return PoolMig(pool, ALL_DISABLED, (None,) * gpus, named=True)
+    if mig.layout is not None:
+        layout = catalog.named_layout(pool.model.key, mig.layout)
+        return PoolMig(pool, mig.layout, (layout,) * gpus, named=True)
+    if mig.custom is not None:
+        catalog.place(pool.model.key, mig.custom)
+        custom = (dict(mig.custom),) * gpus
+        return PoolMig(pool, _custom_name(pool, custom), custom, named=False)
+    layouts: list[Layout] = [None] * gpus
+    for entry in mig.per_gpu or []:
+        catalog.place(pool.model.key, entry.layout)
+        for index in entry.devices:
+            if not 0 <= index < gpus:
+                raise catalog.MigLayoutError(f"GPU index {index} does not exist; the node has GPUs 0-{gpus - 1}")
+            if layouts[index] is not None:
+                raise catalog.MigLayoutError(f"GPU {index} is given two layouts")
+            layouts[index] = dict(entry.layout)
+    return PoolMig(pool, _custom_name(pool, tuple(layouts)), tuple(layouts), named=False)
+
+
+def pool_mig_configs(stack: StackConfig) -> dict[str, tuple[str, MigConfig | None, bool]]:
+    """Pool name -> (config path of its ``mig`` key, its MigConfig, whether the platform offers MIG)."""
+    result: dict[str, tuple[str, MigConfig | None, bool]] = {}
+    for name, group in stack.node_groups.items():
+        result[name] = (join_path("nodeGroups", name, "mig"), group.mig, group.platform_facts.mig_supported)
+    if stack.bare_metal is not None:
+        for index, node in enumerate(stack.bare_metal.nodes):
+            result[node.name] = (join_path("bareMetal", "nodes", index, "mig"), node.mig, True)
+    return result
+
+
+def plan_mig(stack: StackConfig) -> tuple[MigPlanResult, list[Problem]]:
+    """Resolve every pool and the demand; problems carry config paths."""
+    result = MigPlanResult()
+    problems: list[Problem] = []
+    configs = pool_mig_configs(stack)
+    pools = gpu_pools(stack)
+    for pool in pools:
+        path, mig, platform_offers_mig = configs[pool.name]
+        if mig is not None and not platform_offers_mig:
+            problems.append(Problem(path, f"the platform of {pool.config_path} does not offer MIG"))
+            continue
+        try:
+            decision = resolve_pool(pool, mig)
+        except (catalog.MigError, ValueError) as error:
+            problems.append(Problem(path, f"{pool.config_path} ({pool.model.key}): {error}"))
+            continue
+        if decision is not None:
+            result.pools[pool.name] = decision
+    strategies = {decision.strategy for decision in result.pools.values()}
+    needed: catalog.MigStrategy = "mixed" if "mixed" in strategies else "single"
+    configured = stack.mig.strategy
+    if configured == "single" and needed == "mixed":
+        mixed = ", ".join(d.pool.config_path for d in result.pools.values() if d.strategy == "mixed")
+        problems.append(
+            Problem(
+                "mig.strategy",
+                f"single cannot serve GPUs with several profile types or differing layouts ({mixed}); use mixed or auto",
+            )
+        )
+    result.strategy = needed if configured == "auto" else configured
+    for index, demand in enumerate(stack.mig.demand):
+        fleet = sum(p.gpus_per_node * p.max_nodes for p in pools if p.model.key == demand.gpu_model)
+        try:
+            result.demand_plans.append(catalog.plan(demand.gpu_model, demand.profiles, fleet))
+        except (catalog.MigError, ValueError) as error:
+            problems.append(Problem(join_path("mig", "demand", index), str(error)))
+    if not problems and any(not d.named for d in result.pools.values()):
+        result.parted_config = _parted_config(result)
+    return result, problems
+
+
+def _parted_config(result: MigPlanResult) -> dict[str, Any]:
+    configs: dict[str, list[catalog.DeviceLayout]] = {}
+    seen: set[tuple[str, str]] = set()
+    for decision in result.pools.values():
+        if decision.config_name == ALL_DISABLED:
+            continue
+        key = (decision.config_name, decision.pool.model.key)
+        if key in seen:
+            continue
+        seen.add(key)
+        configs.setdefault(decision.config_name, []).extend(decision.device_layouts())
+    return catalog.render_parted_config(configs)
+
+
+def mig_problems(stack: StackConfig) -> Iterator[Problem]:
+    """The MIG problems of a stack (for config validation)."""
+    yield from plan_mig(stack)[1]
+
+
+def mig_values(stack: StackConfig, result: MigPlanResult) -> dict[str, Any]:
+    """The GPU Operator values MIG needs: the strategy and, for custom layouts, our mig-parted config."""
+    values: dict[str, Any] = {"mig": {"strategy": result.strategy}}
+    manager: dict[str, Any] = {}
+    if result.parted_config is not None:
+        manager["config"] = {
+            "create": True,
+            "name": stack.mig.config_map_name,
+            "default": ALL_DISABLED,
+            "data": {"config.yaml": yaml.safe_dump(result.parted_config, sort_keys=False)},
+        }
+    if stack.mig.with_reboot:
+        manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
+    if manager:
+        values["migManager"] = manager
+    return values
+
+
+def demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
+    """The planner's answer for each declared demand: GPUs used against the lower bound, per-GPU layouts."""
+    return [
+        {
+            "gpuModel": plan.model,
+            "demand": dict(plan.demand),
+            "gpusUsed": plan.gpus_used,
+            "lowerBound": plan.lower_bound,
+            "fleetGpus": plan.fleet_size,
+            "layouts": [dict(layout) for layout in plan.layouts],
+        }
+        for plan in result.demand_plans
+    ]

@@ -1,0 +1,104 @@
+"""The GPU smoke test: a CUDA vectorAdd Job per GPU pool and per MIG profile, awaited by ``pulumi up``.
+
+Each Job requests exactly one GPU or one MIG slice with the pool's tolerations and node selector,
+so a success proves the whole chain on that hardware: node, driver, toolkit, device plugin, MIG
+config. Pulumi waits for a Job to complete (up to the custom timeout), so a broken node fails the
+update instead of the first user's notebook.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.base.kubernetes_args import toleration_args
+from components.smoke_test.config import SmokeTestConfig
+
+
+@dataclass(frozen=True)
+class SmokeTarget:
+    """Where one Job runs and what it requests."""
+
+    pool: str
+    resource: str
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, str]]
+    revision: str = ""
+
+    @property
+    def job_name(self) -> str:
+        """``gpu-smoke-<pool>-<resource>[-<revision>]``, a valid object name (at most 63 characters).
+
+        The revision is the node group's replacement key: a replaced group gets a new Job, which runs
+        on the new nodes before Pulumi deletes the old group at the end of the update.
+        """
+        suffix = self.resource.removeprefix("nvidia.com/")
+        revision = f"-{self.revision}" if self.revision else ""
+        base = re.sub(r"[^a-z0-9-]", "-", f"gpu-smoke-{self.pool}-{suffix}".lower())[: 63 - len(revision)]
+        return base.rstrip("-") + revision
+
+
+@dataclass(frozen=True)
+class SmokeTestArgs:
+    """Inputs: the config, the targets, the namespace and what must be ready first."""
+
+    config: SmokeTestConfig
+    targets: list[SmokeTarget]
+    namespace: str
+    provider: k8s.Provider
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class GpuSmokeTest(pulumi.ComponentResource):
+    """One awaited Job per target."""
+
+    jobs: dict[str, k8s.batch.v1.Job]
+
+    def __init__(self, name: str, args: SmokeTestArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-platform:gpu:GpuSmokeTest", name, None, opts)
+        config = args.config
+        self.jobs = {}
+        for target in args.targets:
+            self.jobs[target.job_name] = k8s.batch.v1.Job(
+                f"{name}-{target.job_name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=target.job_name,
+                    namespace=args.namespace,
+                    labels={"app.kubernetes.io/name": "gpu-smoke-test", "gpu-platform.io/pool": target.pool},
+                ),
+                spec=k8s.batch.v1.JobSpecArgs(
+                    backoff_limit=2,
+                    active_deadline_seconds=config.timeout_seconds,
+                    ttl_seconds_after_finished=config.ttl_seconds_after_finished,
+                    template=k8s.core.v1.PodTemplateSpecArgs(
+                        spec=k8s.core.v1.PodSpecArgs(
+                            restart_policy="Never",
+                            node_selector=target.node_selector,
+                            tolerations=toleration_args(target.tolerations),
+                            containers=[
+                                k8s.core.v1.ContainerArgs(
+                                    name="vectoradd",
+                                    image=config.image,
+                                    resources=k8s.core.v1.ResourceRequirementsArgs(limits={target.resource: "1"}),
+                                    security_context=k8s.core.v1.SecurityContextArgs(
+                                        allow_privilege_escalation=False, run_as_non_root=False
+                                    ),
+                                )
+                            ],
+                        )
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.provider,
+                    depends_on=args.depends_on,
+                    delete_before_replace=True,  # the Job name is fixed; Jobs are immutable
+                    custom_timeouts=pulumi.CustomTimeouts(
+                        create=f"{config.timeout_seconds}s", update=f"{config.timeout_seconds}s"
+                    ),
+                ),
+            )
+        self.register_outputs({"jobs": sorted(self.jobs)})

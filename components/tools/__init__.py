@@ -1,1 +1,0 @@
-"""Small command-line helpers for operators (``python -m components.tools.<name>``)."""

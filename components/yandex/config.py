@@ -1,0 +1,264 @@
+"""Config model of one Yandex GPU node group (``nodeGroups.<name>`` in the stack file).
+
+Field names follow the Yandex node-group resource, in camelCase. Every check here needs no cloud:
+the platform's allowed shapes and zones come from the catalog, taints must be ``key=value:Effect``
+(Yandex refuses anything else) and a GPU group must carry a NoSchedule taint so that non-GPU pods
+cannot take the expensive nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
+from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
+from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
+from components.base.config_model import ConfigModel, Problem, join_path, label_problems
+from components.mig.config import MigConfig
+
+GpuEnvironment = Literal["runc", "runc_drivers_cuda"]
+DiskType = Literal["network-hdd", "network-ssd", "network-ssd-nonreplicated", "network-ssd-io-m3"]
+WeekDay = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+_TIME = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
+_DURATION = re.compile(r"^\d+h(\d+m)?$|^\d+m$")
+_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
+
+
+class Resources(ConfigModel):
+    """VM shape: GPUs, vCPU cores, memory in GB and the guaranteed vCPU share."""
+
+    gpus: int = Field(ge=0)
+    cores: int = Field(gt=0)
+    memory: int = Field(gt=0, description="GB")
+    core_fraction: Literal[5, 20, 50, 100] = 100
+
+
+class BootDisk(ConfigModel):
+    """Node boot disk; GPU images are large, so at least 64 GB."""
+
+    type: DiskType = "network-ssd"
+    size: int = Field(default=96, ge=64, le=4096, description="GB")
+
+
+class AutoScale(ConfigModel):
+    """Cluster-autoscaler bounds; an autoscaled Yandex group lives in exactly one zone."""
+
+    min: int = Field(ge=0)
+    max: int = Field(gt=0)
+    initial: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AutoScale:
+        if not self.min <= self.initial <= self.max:
+            raise ValueError(f"need min <= initial <= max; got min={self.min}, initial={self.initial}, max={self.max}")
+        return self
+
+
+class FixedScale(ConfigModel):
+    """A fixed number of nodes."""
+
+    size: int = Field(gt=0)
+
+
+class Scale(ConfigModel):
+    """Exactly one of ``auto`` or ``fixed``."""
+
+    auto: AutoScale | None = None
+    fixed: FixedScale | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Scale:
+        if (self.auto is None) == (self.fixed is None):
+            raise ValueError("set exactly one of auto (min/max/initial) or fixed (size)")
+        return self
+
+    @property
+    def max_nodes(self) -> int:
+        """The most nodes the group can have (quota is counted against this)."""
+        return self.auto.max if self.auto else self.fixed.size if self.fixed else 0
+
+
+class Location(ConfigModel):
+    """The one zone and subnet of the group."""
+
+    zone: str
+    subnet_id: str = Field(min_length=1)
+
+
+class MaintenanceWindow(ConfigModel):
+    """A weekly (or daily, without ``day``) maintenance window."""
+
+    day: WeekDay | None = None
+    start_time: str
+    duration: str
+
+    @model_validator(mode="after")
+    def _formats(self) -> MaintenanceWindow:
+        if not _TIME.match(self.start_time):
+            raise ValueError(f"startTime {self.start_time!r} must be HH:MM (UTC)")
+        if not _DURATION.match(self.duration):
+            raise ValueError(f"duration {self.duration!r} must look like 3h, 90m or 1h30m")
+        return self
+
+
+class Maintenance(ConfigModel):
+    """Node maintenance.
+
+    GPU groups default to ``autoUpgrade: false``: an upgrade brings a new node image (and, with
+    ``runc_drivers_cuda``, a new driver) on the cloud's schedule instead of ours.
+    """
+
+    auto_upgrade: bool = False
+    auto_repair: bool = True
+    windows: list[MaintenanceWindow] = Field(default_factory=list)
+
+
+class DeployPolicy(ConfigModel):
+    """How many nodes may be added or taken away at once during an update."""
+
+    max_expansion: int = Field(default=1, ge=0)
+    max_unavailable: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _progress(self) -> DeployPolicy:
+        if self.max_expansion == 0 and self.max_unavailable == 0:
+            raise ValueError("maxExpansion and maxUnavailable cannot both be 0: an update could never progress")
+        return self
+
+
+class NodeGroupConfig(ConfigModel):
+    """One Yandex Managed Kubernetes GPU node group."""
+
+    platform: str
+    gpu_model: str | None = Field(
+        default=None,
+        description="GPU model key; required only on platforms whose chip Yandex does not name",
+    )
+    resources: Resources
+    boot_disk: BootDisk = BootDisk()
+    gpu_environment: GpuEnvironment
+    preemptible: bool = False
+    scale: Scale
+    location: Location
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[str] = Field(default_factory=list)
+    maintenance: Maintenance = Maintenance()
+    deploy: DeployPolicy = DeployPolicy()
+    kubernetes_version: str | None = None
+    security_group_ids: list[str] = Field(default_factory=list)
+    nat: bool = False
+    mig: MigConfig | None = None
+    host_driver_removal: bool = Field(
+        default=False,
+        description="hand nodes with a preinstalled driver over to the GPU Operator (runc_drivers_cuda only)",
+    )
+
+    @property
+    def platform_facts(self) -> YandexGpuPlatform:
+        """The catalog entry of the platform (only valid after ``problems`` found none)."""
+        return YANDEX_GPU_PLATFORMS[self.platform]
+
+    @property
+    def model(self) -> GpuModel:
+        """The GPU model the group's nodes carry."""
+        return gpu_model(self.gpu_model or self.platform_facts.gpu_model or "")
+
+    @property
+    def parsed_taints(self) -> list[Taint]:
+        """Taints as objects (only valid after ``problems`` found none)."""
+        return [parse_taint(text) for text in self.taints]
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """Everything wrong with this group that the catalog can tell without a cloud."""
+        platform = YANDEX_GPU_PLATFORMS.get(self.platform)
+        if platform is None:
+            allowed = ", ".join(YANDEX_GPU_PLATFORMS)
+            message = f"{self.platform!r} is not a Yandex GPU platform; allowed: {allowed}"
+            yield Problem(join_path(path, "platform"), message)
+        else:
+            yield from self._shape_problems(path, platform)
+            yield from self._model_problems(path, platform)
+            if self.location.zone not in platform.zones:
+                yield Problem(
+                    join_path(path, "location", "zone"),
+                    f"{self.location.zone} has no {self.platform} capacity; allowed: {', '.join(platform.zones)}",
+                )
+        if self.kubernetes_version is not None and not re.match(r"^1\.\d+$", self.kubernetes_version):
+            yield Problem(
+                join_path(path, "kubernetesVersion"), f"{self.kubernetes_version!r} must be MAJOR.MINOR, e.g. 1.30"
+            )
+        yield from self._taint_problems(path)
+        yield from label_problems(self.labels, join_path(path, "labels"))
+        if self.host_driver_removal and self.gpu_environment == "runc":
+            yield Problem(
+                join_path(path, "hostDriverRemoval"),
+                "true is only for runc_drivers_cuda groups; a runc group has no preinstalled driver to remove",
+            )
+        if self.maintenance.auto_upgrade and self.gpu_environment == "runc_drivers_cuda":
+            yield Problem(
+                join_path(path, "maintenance", "autoUpgrade"),
+                "true would let the cloud replace the preinstalled driver on its own schedule; "
+                "set false and upgrade by changing the stack",
+            )
+
+    def _shape_problems(self, path: str, platform: YandexGpuPlatform) -> Iterator[Problem]:
+        res = self.resources
+        if res.gpus not in platform.allowed_gpus:
+            allowed = ", ".join(str(g) for g in platform.allowed_gpus)
+            message = f"{res.gpus} is not offered on {self.platform}; allowed: {allowed}"
+            yield Problem(join_path(path, "resources", "gpus"), message)
+            return
+        shapes = platform.shapes_for(res.gpus)
+        if not any(s.cores == res.cores and s.memory_gb == res.memory for s in shapes):
+            allowed = "; ".join(f"cores {s.cores}, memory {s.memory_gb}" for s in shapes)
+            yield Problem(
+                join_path(path, "resources"),
+                f"cores {res.cores}, memory {res.memory} is not a {self.platform} shape with {res.gpus} GPU(s); "
+                f"allowed: {allowed}",
+            )
+        if res.core_fraction != 100:
+            yield Problem(join_path(path, "resources", "coreFraction"), "GPU platforms only offer 100")
+
+    def _model_problems(self, path: str, platform: YandexGpuPlatform) -> Iterator[Problem]:
+        key = join_path(path, "gpuModel")
+        if self.gpu_model is None:
+            if platform.gpu_model is None:
+                yield Problem(
+                    key,
+                    f"is required on {self.platform}: Yandex does not name its chip ({platform.description}); "
+                    f"allowed: {', '.join(GPU_MODELS)}",
+                )
+        elif self.gpu_model not in GPU_MODELS:
+            yield Problem(key, f"{self.gpu_model!r} is not a known GPU model; allowed: {', '.join(GPU_MODELS)}")
+        elif platform.gpu_model is not None and self.gpu_model != platform.gpu_model:
+            yield Problem(key, f"{self.platform} carries {platform.gpu_model}, not {self.gpu_model}")
+
+    def _taint_problems(self, path: str) -> Iterator[Problem]:
+        parsed: list[Taint] = []
+        for index, text in enumerate(self.taints):
+            try:
+                parsed.append(parse_taint(text))
+            except TaintFormatError as error:
+                yield Problem(join_path(path, "taints", index), str(error))
+        if (
+            self.resources.gpus > 0
+            and len(parsed) == len(self.taints)
+            and not any(t.effect == "NoSchedule" for t in parsed)
+        ):
+            yield Problem(
+                join_path(path, "taints"),
+                "a GPU node group needs at least one NoSchedule taint (for example nvidia.com/gpu=true:NoSchedule) "
+                "so that pods without a toleration cannot take GPU nodes",
+            )
+
+
+def node_group_name_problem(name: str) -> str | None:
+    """Group names become parts of cloud and Kubernetes names: short lowercase DNS labels."""
+    if not _NAME.match(name):
+        return f"node group name {name!r} must be 1-32 lowercase letters, digits or '-', starting with a letter"
+    return None

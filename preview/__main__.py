@@ -1,0 +1,77 @@
+"""``python -m preview [STACK ...]``: the offline preview of one or more stacks.
+
+Exit codes: 0 preview written and no mandatory policy violated; 1 another failure; 2 invalid stack
+config (nothing is written) or invalid ``policies/config/<stack>.json``; 3 the preview was written
+but a mandatory CrossGuard policy is violated (see ``build/preview/<stack>/policy-report.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
+from preview.policy_gate import write_report as write_policy_report
+from preview.render import preview_files, resource_tree, write_files
+from preview.replacements import planned_replacements
+from preview.runner import REPO_ROOT, run_program
+from preview.stack_file import available_stacks
+
+
+def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = REPO_ROOT) -> int:
+    """Preview one stack; returns the exit code."""
+    try:
+        run = run_program(stack, root)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if run.config_error is not None:
+        print(f"error: stack {stack}: {run.config_error}", file=sys.stderr)
+        print("nothing was created and no preview was written", file=sys.stderr)
+        return 2
+    out_dir = out_root / stack
+    replacements = planned_replacements(out_dir / "resources.json", run.registrations)
+    files = preview_files(run)
+    write_files(files, out_dir)
+    try:
+        gate = run_gate(run, root)
+    except PolicyConfigError as error:
+        print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
+        return 2
+    write_policy_report(gate, out_dir)
+    if gate.failed and quiet:
+        print(verdict_table(gate), file=sys.stderr)
+    if not quiet:
+        print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
+        print(resource_tree(run.registrations))
+        for notice in run.notices:
+            print(f"notice: {notice}")
+        for line in replacements:
+            print(line)
+        counts = Counter(r.type for r in run.registrations if r.custom)
+        summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
+        print(f"{len(run.registrations)} resources ({summary})")
+        print(f"wrote {len(files) + 1} files to {out_dir}")
+        print(verdict_table(gate))
+    return EXIT_MANDATORY_VIOLATION if gate.failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments and preview each stack."""
+    parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__)
+    parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "preview", help="output root")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "--root", type=Path, default=REPO_ROOT, help="project folder (Pulumi.<stack>.yaml, __main__.py)"
+    )
+    args = parser.parse_args(argv)
+    stacks = args.stacks or available_stacks(args.root)
+    codes = [preview_stack(stack, args.out, args.quiet, args.root) for stack in stacks]
+    return max(codes, default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

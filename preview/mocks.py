@@ -1,0 +1,180 @@
+"""Pulumi mocks that answer like the clouds would, and a monitor that records what was sent.
+
+The answers are plausible and deterministic (ids derived from names, documentation-range IP
+addresses), so two previews of the same stack are byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from pulumi.runtime import Mocks
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
+
+from components.yandex.sdk import GET_CLUSTER_TOKEN, NODE_GROUP_TYPE
+
+# Signatures of special values in the Pulumi wire format (pulumi/runtime/rpc.py).
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+SECRET_MASK = "[secret]"
+OFFLINE_CA = "-----BEGIN CERTIFICATE-----\nb2ZmbGluZS1wcmV2aWV3\n-----END CERTIFICATE-----\n"
+
+
+def mask_wire(value: Any) -> Any:
+    """Replace secrets in a wire-format value with "[secret]", resource refs with their URN."""
+    if isinstance(value, dict):
+        signature = value.get(_SIG_KEY)
+        if signature == _SECRET_SIG:
+            return SECRET_MASK
+        if signature == _RESOURCE_SIG:
+            return value.get("urn", "")
+        return {key: mask_wire(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [mask_wire(item) for item in value]
+    if value == _UNKNOWN:
+        return "[unknown]"
+    return value
+
+
+def mask_like(plain: Any, masked: Any) -> Any:
+    """Masked values shaped like the plain ones: a secret map keeps its keys, each value "[secret]".
+
+    Pulumi marks a whole map secret when one of its values is, so ``stringData`` of a Secret
+    arrives as one secret; showing its keys (never its values) keeps the manifest readable and valid.
+    """
+    if masked == SECRET_MASK and isinstance(plain, dict):
+        return {key: mask_like(value, SECRET_MASK) for key, value in plain.items()}
+    if masked == SECRET_MASK and isinstance(plain, list):
+        return [mask_like(value, SECRET_MASK) for value in plain]
+    if masked == SECRET_MASK:
+        return SECRET_MASK
+    if isinstance(masked, dict) and isinstance(plain, dict):
+        return {key: mask_like(plain.get(key), value) for key, value in masked.items()}
+    if isinstance(masked, list) and isinstance(plain, list) and len(masked) == len(plain):
+        return [mask_like(p, m) for p, m in zip(plain, masked, strict=True)]
+    return masked
+
+
+def unwrap_wire(value: Any) -> Any:
+    """Plain values of a wire-format value: secrets unwrapped (policies see them so), refs as URNs."""
+    if isinstance(value, dict):
+        signature = value.get(_SIG_KEY)
+        if signature == _SECRET_SIG:
+            return unwrap_wire(value.get("value"))
+        if signature == _RESOURCE_SIG:
+            return value.get("urn", "")
+        return {key: unwrap_wire(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unwrap_wire(item) for item in value]
+    return value
+
+
+def fake_id(*parts: str) -> str:
+    """A stable fake id: the same inputs give the same id in every run."""
+    return "offline-" + hashlib.sha256("/".join(parts).encode()).hexdigest()[:12]
+
+
+@dataclass
+class Registration:
+    """One resource registration as the engine received it."""
+
+    type: str
+    name: str
+    urn: str
+    parent_urn: str
+    custom: bool
+    inputs: dict[str, Any]  # plain: for policies, never written to disk
+    masked_inputs: dict[str, Any]
+    dependencies: list[str] = field(default_factory=list)
+
+    @property
+    def parent_name(self) -> str | None:
+        """The parent's logical name, or None for top-level resources."""
+        if not self.parent_urn or "::pulumi:pulumi:Stack::" in self.parent_urn:
+            return None
+        return self.parent_urn.rsplit("::", 1)[-1]
+
+
+class PlatformMocks(Mocks):
+    """Answers resource registrations and invokes the way the real providers would."""
+
+    def __init__(self) -> None:
+        self.calls: list[MockCallArgs] = []
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        state = dict(args.inputs)
+        resource_id = fake_id(args.typ, args.name)
+        if args.typ == NODE_GROUP_TYPE:
+            state["status"] = "running"
+        elif args.typ == "kubernetes:helm.sh/v3:Release":
+            state["status"] = {
+                "status": "deployed",
+                "name": args.inputs.get("name"),
+                "namespace": args.inputs.get("namespace"),
+                "revision": 1,
+                "chart": args.inputs.get("chart"),
+                "version": args.inputs.get("version"),
+            }
+        elif args.typ == "random:index/randomPassword:RandomPassword":
+            length = int(args.inputs.get("length") or 16)
+            digest = hashlib.sha256(f"offline-preview/{args.name}".encode()).hexdigest() * 4
+            state["result"] = digest[:length]
+        elif args.typ.startswith("command:remote:Command"):
+            state["stdout"] = "changed: nothing"
+            state["stderr"] = ""
+        elif args.typ == "pulumi:pulumi:StackReference":
+            state["outputs"] = {}
+        return resource_id, state
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        self.calls.append(args)
+        if args.token == GET_CLUSTER_TOKEN:
+            cluster_id = str(args.args.get("clusterId") or "offline-cluster")
+            return {
+                "id": cluster_id,
+                "clusterId": cluster_id,
+                "name": cluster_id,
+                "status": "running",
+                "health": "healthy",
+                "masters": [
+                    {
+                        "externalV4Endpoint": "https://203.0.113.10",
+                        "internalV4Endpoint": "https://10.128.0.10",
+                        "clusterCaCertificate": OFFLINE_CA,
+                        "version": "1.30",
+                    }
+                ],
+            }, []
+        return {}, []
+
+
+class RecordingMonitor(MockMonitor):
+    """A mock monitor that also keeps each registration's parent and masked inputs."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            wire = json_format.MessageToDict(request.object)
+            self.registrations.append(
+                Registration(
+                    type=request.type,
+                    name=request.name,
+                    urn=response.urn,
+                    parent_urn=request.parent,
+                    custom=bool(request.custom),
+                    inputs=unwrap_wire(wire),
+                    masked_inputs=mask_like(unwrap_wire(wire), mask_wire(wire)),
+                    dependencies=list(request.dependencies),
+                )
+            )
+        return response
