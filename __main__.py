@@ -1,7 +1,9 @@
-"""gpu-platform: load the typed stack config, build the platform, export the outputs contract."""
+"""gpu-platform: load the typed stack config, plan it once, build the platform, export the outputs contract."""
 
-from components.stack.config import load_stack_config
+from components.stack.load import load_stack_config, read_secrets
 from components.stack.outputs import export_outputs
+from components.stack.plan import plan_stack
 from components.stack.program import build_platform
 
-export_outputs(build_platform(load_stack_config()))
+config = load_stack_config()
+export_outputs(build_platform(plan_stack(config), read_secrets(config)))

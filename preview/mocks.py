@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from pulumi.runtime import Mocks
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
-from components.yandex.sdk import GET_CLUSTER_TOKEN, NODE_GROUP_TYPE
+from components.catalog.names import GET_CLUSTER_TOKEN, NODE_GROUP_TYPE
 
 # Signatures of special values in the Pulumi wire format (pulumi/runtime/rpc.py).
 _SIG_KEY = "4dabf18193072939515e22adb298388d"

@@ -40,10 +40,10 @@ from pulumi_policy import proxy as analyzer_proxy
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from preview.mocks import SECRET_MASK, Registration
-from preview.runner import REPO_ROOT, ProgramRun
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.settings import schema_defaults
+from preview.mocks import SECRET_MASK, Registration
+from preview.runner import REPO_ROOT, ProgramRun
 
 REPORT_NAME = "policy-report.json"
 STACK_RESOURCE = "(stack)"

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from components.catalog.names import NODE_GROUP_TYPE
 from preview.mocks import Registration
-from components.yandex.sdk import NODE_GROUP_TYPE
 
 
 def _groups(resources: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -13,11 +13,12 @@ import pulumi
 import yaml
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 
+from components.base.problems import StackConfigError
+from components.base.runtime_mode import drain_notices
+from components.catalog.names import OFFLINE_ENV
 from components.stack.config import PROJECT, parse_stack_config
-from components.base.config_model import StackConfigError
 from preview.mocks import SECRET_MASK, PlatformMocks, RecordingMonitor, Registration
 from preview.stack_file import StackFile, load_stack_file, offline_dummy
-from components.base.runtime_mode import OFFLINE_ENV, drain_notices
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

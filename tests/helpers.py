@@ -9,6 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from components.base.problems import StackConfigError
+from components.stack.config import parse_stack_config
+from components.stack.plan import Plan, plan_stack
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -48,11 +52,13 @@ def delete_path(document: dict[str, Any], path: str) -> dict[str, Any]:
     return result
 
 
+def plan_raw(raw: dict[str, Any]) -> Plan:
+    """The plan of a stack config given as a plain dict: each section checked, then every check across sections."""
+    return plan_stack(parse_stack_config(raw))
+
+
 def refusal(raw: dict[str, Any]) -> list[str]:
     """The problem lines of a refused stack config (fails the test if it is accepted)."""
-    from components.stack.config import parse_stack_config
-    from components.base.config_model import StackConfigError
-
     with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(raw)
+        plan_raw(raw)
     return [str(problem) for problem in caught.value.problems]

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from components.stack.config import parse_stack_config
 from components.bare_metal.host_preparation import remote_command
 from preview.render import preview_files
 from preview.runner import ProgramRun, run_program
-from tests.helpers import refusal, set_path, stack_raw
+from tests.helpers import plan_raw, refusal, set_path, stack_raw
 
 COMMAND = "command:remote:Command"
 
@@ -89,7 +88,7 @@ def test_unsigned_modules_need_explicit_permission() -> None:
     assert line.startswith(
         "bareMetal.hostPreparation.kernelArgs[0]: module.sig_enforce=0 lets the kernel load unsigned modules"
     )
-    assert parse_stack_config(set_path(raw, "bareMetal.hostPreparation.allowUnsignedModules", True))
+    assert plan_raw(set_path(raw, "bareMetal.hostPreparation.allowUnsignedModules", True))
 
 
 def test_operator_toolkit_and_host_containerd_config_cannot_both_run() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from components.base.problems import StackConfigError
 from components.stack.config import parse_stack_config
-from components.base.config_model import StackConfigError
-from tests.helpers import delete_path, refusal, set_path, stack_raw
+from tests.helpers import delete_path, plan_raw, refusal, set_path, stack_raw
 
 V100 = "nodeGroups.v100"
 
@@ -145,7 +145,7 @@ _DICT_PATHS = {path for path in _DEV_PATHS if isinstance(_node(path), dict)}
 def test_malformed_configs_are_refused_with_a_key_path(path: tuple[Any, ...], value: Any, extra: bool) -> None:
     raw = set_path(_DEV, (*path, "zzUnknown"), value) if extra and path in _DICT_PATHS else set_path(_DEV, path, value)
     try:
-        parse_stack_config(raw)
+        plan_raw(raw)
     except StackConfigError as error:
         assert error.problems, "a refusal names at least one problem"
         assert any(problem.path.startswith(str(path[0])) for problem in error.problems), error.problems

@@ -7,11 +7,17 @@ from typing import Any
 
 import yaml
 
-from components.stack.config import parse_stack_config
 from components.gpu_operator.component import kyverno_webhooks
-from components.gpu_operator.values import build_values
 from preview.runner import ProgramRun, run_program
-from tests.helpers import ROOT, refusal, set_path, stack_raw
+from tests.helpers import ROOT, plan_raw, refusal, set_path, stack_raw
+
+
+def _values(raw: dict[str, Any]) -> dict[str, Any]:
+    """The GPU Operator values the plan of ``raw`` installs."""
+    operator = plan_raw(raw).operator
+    assert operator is not None, "the stack installs the GPU Operator"
+    return operator.values
+
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -160,7 +166,7 @@ def test_preinstalled_group_under_an_operator_driver_needs_removal() -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.v100.gpuEnvironment", "runc_drivers_cuda")
     (line,) = refusal(raw)
     assert line.startswith("nodeGroups.v100.hostDriverRemoval: this group boots with a preinstalled driver")
-    assert parse_stack_config(set_path(raw, "nodeGroups.v100.hostDriverRemoval", True))
+    assert plan_raw(set_path(raw, "nodeGroups.v100.hostDriverRemoval", True))
 
 
 def test_extra_values_outside_the_chart_contract_are_refused() -> None:
@@ -171,7 +177,7 @@ def test_extra_values_outside_the_chart_contract_are_refused() -> None:
 
 def test_extra_values_inside_the_contract_are_merged() -> None:
     raw = set_path(stack_raw("dev"), "gpuOperator.extraValues", {"daemonsets": {"labels": {"team": "ml"}}})
-    values = build_values(parse_stack_config(raw))
+    values = _values(raw)
     assert values["daemonsets"]["labels"] == {"team": "ml"}
     assert values["daemonsets"]["priorityClassName"] == "system-node-critical", "maps merge, they do not replace"
 
@@ -212,7 +218,7 @@ def test_removal_makes_the_operator_the_default_owner() -> None:
     raw["gpuOperator"] = {"driver": {"version": "580.95.05"}}
     for name in raw["nodeGroups"]:
         raw = set_path(raw, ("nodeGroups", name, "hostDriverRemoval"), True)
-    values = build_values(parse_stack_config(raw))
+    values = _values(raw)
     assert values["driver"]["enabled"] is True
 
 

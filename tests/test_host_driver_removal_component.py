@@ -9,12 +9,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.host_driver_removal import contract
-from components.stack.config import parse_stack_config
-from components.base.config_model import StackConfigError
+from components.base.problems import StackConfigError
+from components.catalog import host_driver_removal as contract
+from components.host_driver_removal.component import SCRIPT_PATH
 from preview.render import is_manifest, manifest_of
 from preview.runner import ProgramRun, run_program
-from tests.helpers import ROOT, set_path, stack_raw
+from tests.helpers import ROOT, plan_raw, set_path, stack_raw
 
 
 def _opted_in_groups() -> dict[str, Any]:
@@ -81,7 +81,7 @@ def test_daemonset_runs_only_on_opted_in_nodes_with_the_host_mounted(run: Progra
 
 def test_script_ships_verbatim_in_a_configmap(run: ProgramRun) -> None:
     data = run.one("kubernetes:core/v1:ConfigMap", "host-driver-removal-script").inputs["data"]
-    assert data["host-driver-removal.sh"] == contract.SCRIPT_PATH.read_text()
+    assert data["host-driver-removal.sh"] == SCRIPT_PATH.read_text()
 
 
 def test_opted_in_group_carries_the_opt_in_label(run: ProgramRun) -> None:
@@ -104,5 +104,5 @@ def test_not_created_when_no_group_opts_in() -> None:
 
 def test_refused_for_a_driverless_group() -> None:
     with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(set_path(stack_raw("dev"), "nodeGroups.v100.hostDriverRemoval", True))
+        plan_raw(set_path(stack_raw("dev"), "nodeGroups.v100.hostDriverRemoval", True))
     assert "nodeGroups.v100.hostDriverRemoval: true is only for runc_drivers_cuda groups" in str(caught.value)

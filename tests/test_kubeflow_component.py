@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from components.base.problems import StackConfigError
 from components.catalog import kubeflow_manifests as km
-from components.stack.config import parse_stack_config
-from components.base.config_model import StackConfigError
-from components.kubeflow.component import Kubeflow
 from components.kubeflow.checkout import checkout_problem
+from components.kubeflow.component import Kubeflow
+from components.stack.config import parse_stack_config
 from preview.render import preview_files
 from preview.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw

@@ -6,10 +6,10 @@ from typing import Any
 
 import pulumi
 
+from components.catalog.names import NODE_GROUP_TYPE
 from components.stack.config import parse_stack_config
 from components.yandex.node_group import GpuNodeGroup, GpuNodeGroupArgs, cloud_name
 from preview.mocks import RecordingMonitor
-from components.yandex.sdk import NODE_GROUP_TYPE
 from tests.helpers import set_path, stack_raw
 
 

@@ -12,9 +12,9 @@ import os
 
 import pytest
 
+from components.stack.outputs import CONTRACT_VERSION
 from preview.runner import run_program
 from preview.stack_file import available_stacks
-from components.stack.outputs import CONTRACT_VERSION
 from tests.helpers import ROOT
 
 CONTRACTS = ROOT / "tests" / "contracts"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.stack.config import parse_stack_config
-from components.base.config_model import StackConfigError
+from components.base.problems import StackConfigError
 from preview.runner import ProgramRun, run_program
-from tests.helpers import set_path, stack_raw
+from tests.helpers import plan_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"
 
@@ -71,7 +70,7 @@ def test_disabled_and_skipped_pools() -> None:
 
 def test_smoke_image_newer_than_the_driver_is_refused() -> None:
     with pytest.raises(StackConfigError) as caught:
-        parse_stack_config(set_path(stack_raw("dev"), "smokeTest", {"image": "example/cuda13:1", "imageCuda": "13.2"}))
+        plan_raw(set_path(stack_raw("dev"), "smokeTest", {"image": "example/cuda13:1", "imageCuda": "13.2"}))
     assert "smokeTest.imageCuda: the smoke-test image cannot run: driver 580.95.05 is too old for CUDA 13.2" in str(
         caught.value
     )

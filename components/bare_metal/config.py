@@ -13,9 +13,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from components.base.config_model import ConfigModel, label_problems
+from components.base.problems import Problem, join_path
 from components.catalog.gpus import GPU_MODELS
 from components.catalog.kubernetes import TaintFormatError, parse_taint
-from components.base.config_model import ConfigModel, Problem, join_path, label_problems
 from components.mig.config import MigConfig
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Building blocks every capability shares: the config model base, problems, Kubernetes argument helpers."""

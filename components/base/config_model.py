@@ -1,4 +1,4 @@
-"""Shared pieces of the typed stack config: the base model, problems and their formatting.
+"""The base of every config section model, and pydantic errors turned into key-named problems.
 
 Config is checked in two passes. Pydantic checks shape and types (and refuses unknown keys, so a
 typo is never silently ignored). Then each section's ``problems()`` checks meaning against the
@@ -8,14 +8,13 @@ config key path, the bad value and what is allowed, and every problem is reporte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
-import pulumi
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
+from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import label_key_problem, label_value_problem
 
 
@@ -29,43 +28,6 @@ class ConfigModel(BaseModel):
         populate_by_name=True,
         str_strip_whitespace=True,
     )
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One thing wrong with the config: where (a dotted key path) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-class StackConfigError(pulumi.RunError):
-    """The stack config is invalid; ``problems`` says where and why, nothing has been created.
-
-    A ``RunError`` makes the Pulumi engine print the message alone, without a traceback.
-    """
-
-    def __init__(self, problems: Iterable[Problem]) -> None:
-        self.problems = sorted(set(problems))
-        lines = "\n".join(f"  {problem}" for problem in self.problems)
-        count = len(self.problems)
-        super().__init__(f"invalid stack config ({count} problem{'s' if count != 1 else ''}):\n{lines}")
-
-
-def join_path(*parts: object) -> str:
-    """Join key path parts: ("nodeGroups", "v100", 0) -> "nodeGroups.v100[0]"."""
-    path = ""
-    for part in parts:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif path:
-            path += f".{part}"
-        else:
-            path = str(part)
-    return path
 
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:

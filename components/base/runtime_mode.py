@@ -11,7 +11,8 @@ import os
 
 import pulumi
 
-OFFLINE_ENV = "GPU_PLATFORM_OFFLINE"
+from components.catalog.names import OFFLINE_ENV
+
 _NOTICES: list[str] = []
 
 

@@ -212,3 +212,17 @@ def cuda_problem(driver: str, cuda: str, mode: CudaCheckMode = CudaCheckMode.STR
             f"CUDA {cuda} needs driver {needed} or newer ({mode.value} check)"
         )
     return None
+
+
+# Yandex's gpu_environment whose node image carries a driver installed with NVIDIA's .run installer.
+PREINSTALLED_ENVIRONMENT = "runc_drivers_cuda"
+
+
+def two_drivers_on_node(*, operator_installs_driver: bool, preinstalled: bool, handed_over: bool) -> bool:
+    """True when a node would run two drivers: the image's and the GPU Operator's.
+
+    The operator's driver manager finds the host driver, marks the node ``pre-installed`` and never
+    manages it again, so the fleet silently runs two driver versions; such nodes must be handed over
+    (host-driver removal) or recreated driverless. The config check and the policy pack both ask this.
+    """
+    return operator_installs_driver and preinstalled and not handed_over

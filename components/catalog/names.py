@@ -1,22 +1,70 @@
-"""Names that gpu-platform owns, in one place: node labels, annotations, resource type tokens.
+"""Every name gpu-platform owns, in one place: labels, annotations, taints, type tokens, env names.
 
 Node groups get the labels at creation (so autoscaled nodes carry them too), bare-metal nodes
-through a NodePatch; the GPU Operator values, the smoke test and the stack outputs select on them.
-This module imports nothing, so the policy pack reads the same names without the provider SDKs.
+through a NodePatch; the GPU Operator values, the smoke test, the stack outputs and the policy pack
+select on them. Pure constants: the policy pack reads the same names without any provider SDK.
+The node-side removal script's own names (its states, reasons, env) are in
+``components.catalog.host_driver_removal``.
 """
 
 from __future__ import annotations
 
-GPU_NODE_LABEL = "gpu-platform.io/gpu"  # "true" on every GPU node the stack manages
-NODE_GROUP_LABEL = "gpu-platform.io/node-group"  # the Yandex node group (or bare-metal pool) name
-GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"  # the catalog model key, e.g. "V100-32GB"
-FIELD_MANAGER = "gpu-platform"  # server-side apply field manager of every patch the program owns
-MIG_FIELD_MANAGER = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes (applied after the operator)
+from typing import Final
+
+PREFIX: Final = "gpu-platform.io/"
+
+# Node labels the program sets on every GPU node it manages.
+GPU_NODE_LABEL: Final = f"{PREFIX}gpu"  # "true" on every GPU node the stack manages
+NODE_GROUP_LABEL: Final = f"{PREFIX}node-group"  # the Yandex node group (or bare-metal pool) name
+GPU_MODEL_LABEL: Final = f"{PREFIX}gpu-model"  # the catalog model key, e.g. "V100-32GB"
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"  # well-known label; selects a single bare-metal node
+
+# Opt-in to the host-driver hand-over: the DaemonSet's nodeSelector uses it; the script checks it
+# again before a fresh attempt, so a mis-rendered nodeSelector cannot strip drivers from other nodes.
+HOST_DRIVER_REMOVAL_LABEL: Final = f"{PREFIX}host-driver-removal"
+HOST_DRIVER_REMOVAL_ENABLED: Final = "enabled"
+
+# Server-side apply field managers of the patches the program owns.
+FIELD_MANAGER: Final = "gpu-platform"
+MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes
 
 # The GPU Operator namespace records the driver facts for the policy pack.
-DRIVER_OWNER_ANNOTATION = "gpu-platform.io/driver-owner"
-DRIVER_VERSION_ANNOTATION = "gpu-platform.io/driver-version"
-GPU_MODELS_ANNOTATION = "gpu-platform.io/gpu-models"
+DRIVER_OWNER_ANNOTATION: Final = f"{PREFIX}driver-owner"
+DRIVER_VERSION_ANNOTATION: Final = f"{PREFIX}driver-version"
+GPU_MODELS_ANNOTATION: Final = f"{PREFIX}gpu-models"
 
-# Pulumi type token of the Yandex node group (components.yandex.sdk wraps the SDK class).
-NODE_GROUP_TYPE = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
+# NVIDIA's MIG label, read by mig-manager (gpu-operator's mig-manager; the GPU Operator writes
+# all-disabled on MIG-capable nodes that carry none).
+MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
+MIG_ALL_DISABLED: Final = "all-disabled"
+
+# Pod Security Admission labels of a namespace whose pods need host access (GPU Operator operands).
+PSA_PRIVILEGED: Final = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "privileged",
+    "pod-security.kubernetes.io/warn": "privileged",
+}
+MANAGED_BY_LABELS: Final = {"app.kubernetes.io/managed-by": "gpu-platform"}
+
+# Pulumi type tokens: the provider resources the mocks and the policies recognise...
+NODE_GROUP_TYPE: Final = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
+GET_CLUSTER_TOKEN: Final = "yandex:index/getKubernetesCluster:getKubernetesCluster"
+HELM_RELEASE_TYPES: Final = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+NAMESPACE_TYPE: Final = "kubernetes:core/v1:Namespace"
+NODE_PATCH_TYPE: Final = "kubernetes:core/v1:NodePatch"
+SECRET_TYPES: Final = ("kubernetes:core/v1:Secret", "kubernetes:core/v1:SecretPatch")
+INGRESS_TYPES: Final = ("kubernetes:networking.k8s.io/v1:Ingress", "kubernetes:networking.k8s.io/v1:IngressPatch")
+KUSTOMIZE_DIRECTORY_TYPE: Final = "kubernetes:kustomize/v2:Directory"
+
+# ...and our own ComponentResources (``gpu-platform:<capability>:<Name>``).
+CLUSTER_ACCESS_TYPE: Final = "gpu-platform:cluster:ClusterAccess"
+GPU_NODE_GROUP_TYPE: Final = "gpu-platform:yandex:GpuNodeGroup"
+HOST_PREPARATION_TYPE: Final = "gpu-platform:baremetal:HostPreparation"
+NODE_LABELS_TYPE: Final = "gpu-platform:baremetal:NodeLabels"
+GPU_OPERATOR_TYPE: Final = "gpu-platform:gpu:GpuOperator"
+HOST_DRIVER_REMOVAL_TYPE: Final = "gpu-platform:gpu:HostDriverRemoval"
+GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
+KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
+
+# Environment variables the program reads.
+OFFLINE_ENV: Final = "GPU_PLATFORM_OFFLINE"  # "1" under the offline preview

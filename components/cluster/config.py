@@ -14,7 +14,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.base.config_model import ConfigModel, Problem, join_path
+from components.base.config_model import ConfigModel
+from components.base.problems import Problem, join_path
 
 # The oldest Kubernetes minor we support, and the newest whose OpenAPI schema we validate against.
 MIN_KUBERNETES = (1, 28)

@@ -16,19 +16,14 @@ import pulumi_kubernetes as k8s
 
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.gpu_operator_contract import contract_for
-from components.gpu_operator.config import GpuOperatorConfig
 from components.catalog.names import (
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     FIELD_MANAGER,
     GPU_MODELS_ANNOTATION,
+    PSA_PRIVILEGED,
 )
-
-PSA_PRIVILEGED = {
-    "pod-security.kubernetes.io/enforce": "privileged",
-    "pod-security.kubernetes.io/audit": "privileged",
-    "pod-security.kubernetes.io/warn": "privileged",
-}
+from components.gpu_operator.config import GpuOperatorConfig
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from components.catalog.gpu_operator_chart import DEFAULT_CHART_VERSION, SUPPORTED_CHART_VERSIONS
+from components.base.config_model import ConfigModel
+from components.base.problems import Problem, join_path
+from components.catalog.gpu_operator_chart import (
+    DEFAULT_CHART_VERSION,
+    SUPPORTED_CHART_VERSIONS,
+    unsupported_version_message,
+)
 from components.catalog.kubernetes import dns_label_problem
 from components.catalog.versions import is_version
-from components.base.config_model import ConfigModel, Problem, join_path
 
 DriverOwner = Literal["operator", "host"]
 
@@ -121,10 +126,8 @@ class GpuOperatorConfig(ConfigModel):
     extra_values: dict[str, Any] = Field(default_factory=dict, description="rare needs; checked against the chart")
 
     def problems(self, path: str) -> Iterator[Problem]:
-        """Shape checks that need no other section (fleet-wide checks live in gpu_operator_values)."""
+        """Shape checks that need no other section (the checks across sections: components.stack.plan)."""
         if self.chart_version not in SUPPORTED_CHART_VERSIONS:
-            from components.catalog.gpu_operator_chart import unsupported_version_message
-
             yield Problem(join_path(path, "chartVersion"), unsupported_version_message(self.chart_version))
         for key, value in (("namespace", self.namespace), ("releaseName", self.release_name)):
             problem = dns_label_problem(value)

@@ -1,7 +1,7 @@
 """The HostDriverRemoval ComponentResource: a safe, one-node-at-a-time hand-over to the GPU Operator.
 
 It runs ``components/host_driver_removal/host-driver-removal.sh`` (a state machine recorded on the Node; see
-``host_driver_removal_contract``) in a privileged DaemonSet on the nodes of groups that opted in.
+``components.catalog.host_driver_removal``) in a privileged DaemonSet on the nodes of groups that opted in.
 RBAC is exactly what the script's kubectl calls need: nodes get/patch, pods list, pods/eviction
 create, its own Lease, and Events in ``default``.
 """
@@ -9,15 +9,19 @@ create, its own Lease, and Events in ``default``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.host_driver_removal import contract
-from components.catalog.kubernetes import Taint
-from components.gpu_operator.component import PSA_PRIVILEGED
-from components.host_driver_removal.config import HostDriverRemovalConfig
 from components.base.kubernetes_args import toleration_args
+from components.catalog import host_driver_removal as contract
+from components.catalog.kubernetes import Taint
+from components.catalog.names import PSA_PRIVILEGED
+from components.host_driver_removal.config import HostDriverRemovalConfig
+
+#: The node-side script, next to this module; the component ships it in a ConfigMap.
+SCRIPT_PATH = Path(__file__).parent / "host-driver-removal.sh"
 
 APP_LABEL = {"app.kubernetes.io/name": "host-driver-removal", "app.kubernetes.io/managed-by": "gpu-platform"}
 SCRIPT_KEY = "host-driver-removal.sh"
@@ -139,7 +143,7 @@ class HostDriverRemoval(pulumi.ComponentResource):
         script = k8s.core.v1.ConfigMap(
             f"{name}-script",
             metadata=k8s.meta.v1.ObjectMetaArgs(name="host-driver-removal-script", namespace=ns),
-            data={SCRIPT_KEY: contract.SCRIPT_PATH.read_text()},
+            data={SCRIPT_KEY: SCRIPT_PATH.read_text()},
             opts=in_ns,
         )
         self.daemon_set = k8s.apps.v1.DaemonSet(

@@ -16,7 +16,7 @@
 #
 # Runs in a privileged DaemonSet container: hostPID, host / mounted at $HOST_ROOT, NODE_NAME from the downward
 # API, in-cluster ServiceAccount, bash >= 4.4, coreutils (date -d, timeout), chroot, nsenter and kubectl.
-# Names, env vars, exit codes and RBAC are documented in components/host_driver_removal/contract.py.
+# Names, env vars, exit codes and RBAC are documented in components/catalog/host_driver_removal.py.
 set -Eeuo pipefail
 shopt -s nullglob
 
@@ -48,7 +48,7 @@ EVENT_NAMESPACE="${EVENT_NAMESPACE:-default}"
 KUBECTL_REQUEST_TIMEOUT="${KUBECTL_REQUEST_TIMEOUT:-30s}"
 
 # ---------------------------------------------------------------------------------------------------------------
-# Contract constants (mirrored in components/host_driver_removal/contract.py).
+# Contract constants (mirrored in components/catalog/host_driver_removal.py).
 # ---------------------------------------------------------------------------------------------------------------
 readonly PREFIX="gpu-platform.io/"
 readonly OPT_IN_LABEL="${PREFIX}host-driver-removal" OPT_IN_VALUE="enabled"

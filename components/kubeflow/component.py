@@ -18,12 +18,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from components.base.problems import Problem, StackConfigError
+from components.base.runtime_mode import is_offline, notice
 from components.catalog import kubeflow_manifests as km
-from components.base.config_model import Problem, StackConfigError
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.config import KubeflowConfig
 from components.kubeflow.overlay import CRDS_AND_NAMESPACES_DIR, REST_DIR, manifests_path_for, write_overlay
-from components.base.runtime_mode import is_offline, notice
 
 OVERLAY_ROOT = Path("build") / "kubeflow"
 INGRESS_GATEWAY = ("istio-system", "istio-ingressgateway", 80)

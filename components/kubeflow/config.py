@@ -11,9 +11,10 @@ from collections.abc import Iterator
 
 from pydantic import Field
 
+from components.base.config_model import ConfigModel
+from components.base.problems import Problem, join_path
 from components.catalog import kubeflow_manifests as km
 from components.catalog.kubernetes import dns_label_problem
-from components.base.config_model import ConfigModel, Problem, join_path
 from components.kubeflow.overlay import KubeflowOverlayError, KubeflowOverlaySpec
 
 _SECRET_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")

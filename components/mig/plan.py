@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from components.base.problems import Problem, join_path
 from components.catalog import mig as catalog
-from components.stack.config import StackConfig
-from components.base.config_model import Problem, join_path
-from components.stack.pools import GpuPool, gpu_pools
-from components.mig.config import MigConfig
+from components.catalog.gpu_operator_chart import GPU_RESOURCE
+from components.catalog.names import MIG_ALL_DISABLED as ALL_DISABLED
+from components.catalog.names import MIG_CONFIG_LABEL
+from components.catalog.pools import GpuPool
+from components.mig.config import MigConfig, MigSettings
 
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-ALL_DISABLED = "all-disabled"
 Layout = Mapping[str, int] | None
 
 
@@ -75,6 +75,11 @@ class MigPlanResult:
     parted_config: dict[str, Any] | None = None
     demand_plans: list[catalog.MigPlan] = field(default_factory=list)
 
+    def resources_per_node(self, pool: GpuPool) -> dict[str, int]:
+        """Allocatable GPU resources of one node of ``pool`` (whole GPUs for GPUs without MIG)."""
+        decision = self.pools.get(pool.name)
+        return decision.resources(self.strategy) if decision else {GPU_RESOURCE: pool.gpus_per_node}
+
     def labels(self, pool_name: str) -> dict[str, str]:
         """The MIG label of a pool's nodes (empty for pools whose GPUs cannot do MIG)."""
         decision = self.pools.get(pool_name)
@@ -121,25 +126,24 @@ def resolve_pool(pool: GpuPool, mig: MigConfig | None) -> PoolMig | None:
     return PoolMig(pool, _custom_name(pool, tuple(layouts)), tuple(layouts), named=False)
 
 
-def pool_mig_configs(stack: StackConfig) -> dict[str, tuple[str, MigConfig | None, bool]]:
-    """Pool name -> (config path of its ``mig`` key, its MigConfig, whether the platform offers MIG)."""
-    result: dict[str, tuple[str, MigConfig | None, bool]] = {}
-    for name, group in stack.node_groups.items():
-        result[name] = (join_path("nodeGroups", name, "mig"), group.mig, group.platform_facts.mig_supported)
-    if stack.bare_metal is not None:
-        for index, node in enumerate(stack.bare_metal.nodes):
-            result[node.name] = (join_path("bareMetal", "nodes", index, "mig"), node.mig, True)
-    return result
+@dataclass(frozen=True)
+class MigRequest:
+    """What one pool's config asks of MIG: its ``mig`` key (and where it is), and whether the platform offers MIG."""
+
+    config_path: str
+    config: MigConfig | None
+    platform_offers_mig: bool
 
 
-def plan_mig(stack: StackConfig) -> tuple[MigPlanResult, list[Problem]]:
-    """Resolve every pool and the demand; problems carry config paths."""
+def plan_mig(
+    pools: Sequence[GpuPool], requests: Mapping[str, MigRequest], settings: MigSettings
+) -> tuple[MigPlanResult, list[Problem]]:
+    """Resolve every pool and the demand; problems carry config paths. Called once per run, by the stack plan."""
     result = MigPlanResult()
     problems: list[Problem] = []
-    configs = pool_mig_configs(stack)
-    pools = gpu_pools(stack)
     for pool in pools:
-        path, mig, platform_offers_mig = configs[pool.name]
+        request = requests[pool.name]
+        path, mig, platform_offers_mig = request.config_path, request.config, request.platform_offers_mig
         if mig is not None and not platform_offers_mig:
             problems.append(Problem(path, f"the platform of {pool.config_path} does not offer MIG"))
             continue
@@ -152,7 +156,7 @@ def plan_mig(stack: StackConfig) -> tuple[MigPlanResult, list[Problem]]:
             result.pools[pool.name] = decision
     strategies = {decision.strategy for decision in result.pools.values()}
     needed: catalog.MigStrategy = "mixed" if "mixed" in strategies else "single"
-    configured = stack.mig.strategy
+    configured = settings.strategy
     if configured == "single" and needed == "mixed":
         mixed = ", ".join(d.pool.config_path for d in result.pools.values() if d.strategy == "mixed")
         problems.append(
@@ -162,7 +166,7 @@ def plan_mig(stack: StackConfig) -> tuple[MigPlanResult, list[Problem]]:
             )
         )
     result.strategy = needed if configured == "auto" else configured
-    for index, demand in enumerate(stack.mig.demand):
+    for index, demand in enumerate(settings.demand):
         fleet = sum(p.gpus_per_node * p.max_nodes for p in pools if p.model.key == demand.gpu_model)
         try:
             result.demand_plans.append(catalog.plan(demand.gpu_model, demand.profiles, fleet))
@@ -187,23 +191,18 @@ def _parted_config(result: MigPlanResult) -> dict[str, Any]:
     return catalog.render_parted_config(configs)
 
 
-def mig_problems(stack: StackConfig) -> Iterator[Problem]:
-    """The MIG problems of a stack (for config validation)."""
-    yield from plan_mig(stack)[1]
-
-
-def mig_values(stack: StackConfig, result: MigPlanResult) -> dict[str, Any]:
+def mig_values(settings: MigSettings, result: MigPlanResult) -> dict[str, Any]:
     """The GPU Operator values MIG needs: the strategy and, for custom layouts, our mig-parted config."""
     values: dict[str, Any] = {"mig": {"strategy": result.strategy}}
     manager: dict[str, Any] = {}
     if result.parted_config is not None:
         manager["config"] = {
             "create": True,
-            "name": stack.mig.config_map_name,
+            "name": settings.config_map_name,
             "default": ALL_DISABLED,
             "data": {"config.yaml": yaml.safe_dump(result.parted_config, sort_keys=False)},
         }
-    if stack.mig.with_reboot:
+    if settings.with_reboot:
         manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
     if manager:
         values["migManager"] = manager

@@ -8,7 +8,6 @@ update instead of the first user's notebook.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import pulumi
@@ -16,29 +15,7 @@ import pulumi_kubernetes as k8s
 
 from components.base.kubernetes_args import toleration_args
 from components.smoke_test.config import SmokeTestConfig
-
-
-@dataclass(frozen=True)
-class SmokeTarget:
-    """Where one Job runs and what it requests."""
-
-    pool: str
-    resource: str
-    node_selector: dict[str, str]
-    tolerations: list[dict[str, str]]
-    revision: str = ""
-
-    @property
-    def job_name(self) -> str:
-        """``gpu-smoke-<pool>-<resource>[-<revision>]``, a valid object name (at most 63 characters).
-
-        The revision is the node group's replacement key: a replaced group gets a new Job, which runs
-        on the new nodes before Pulumi deletes the old group at the end of the update.
-        """
-        suffix = self.resource.removeprefix("nvidia.com/")
-        revision = f"-{self.revision}" if self.revision else ""
-        base = re.sub(r"[^a-z0-9-]", "-", f"gpu-smoke-{self.pool}-{suffix}".lower())[: 63 - len(revision)]
-        return base.rstrip("-") + revision
+from components.smoke_test.targets import SmokeTarget
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,12 @@ from typing import Any
 
 import pulumi
 
-from components.catalog.gpu_operator_chart import GPU_RESOURCE
 from components.catalog.kubeflow_manifests import DEX_ISSUER
-from components.stack.pools import gpu_pools, pool_scheduling
+from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
 from components.mig.plan import demand_outputs
-from components.yandex.node_group import replacement_fields
 from components.stack.program import Platform
+from components.yandex.naming import replacement_fields
 
 CONTRACT_VERSION = "1"
 
@@ -26,7 +25,7 @@ def node_group_outputs(platform: Platform) -> dict[str, Any]:
     """Per GPU node group: identity, hardware and how to schedule onto it."""
     result: dict[str, Any] = {}
     for name, component in platform.node_groups.items():
-        group = platform.config.node_groups[name]
+        group = platform.plan.config.node_groups[name]
         result[name] = {
             "id": component.node_group_id,
             "cloudName": component.cloud_name,
@@ -39,26 +38,22 @@ def node_group_outputs(platform: Platform) -> dict[str, Any]:
             "preemptible": group.preemptible,
             "taints": list(group.taints),
             "labels": component.labels,
-            "scheduling": _scheduling(platform, name),
+            "scheduling": pool_scheduling(platform.plan.pool(name)),
             "replacementFields": replacement_fields(group),
         }
     return result
 
 
-def _scheduling(platform: Platform, pool_name: str) -> dict[str, Any]:
-    pool = next(p for p in gpu_pools(platform.config) if p.name == pool_name)
-    return pool_scheduling(pool)
-
-
 def gpu_pool_outputs(platform: Platform) -> dict[str, Any]:
     """Every GPU pool (Yandex group or bare-metal node): hardware, resources, how to schedule onto it."""
     result: dict[str, Any] = {}
-    for pool in gpu_pools(platform.config):
-        decision = platform.mig.pools.get(pool.name)
-        resources = decision.resources(platform.mig.strategy) if decision else {GPU_RESOURCE: pool.gpus_per_node}
+    mig = platform.plan.mig
+    for pool in platform.plan.pools:
+        decision = mig.pools.get(pool.name)
+        resources = mig.resources_per_node(pool)
         first = next(iter(resources))
         result[pool.name] = {
-            "source": "bare-metal-node" if pool.bare_metal else "yandex-node-group",
+            "source": pool.source,
             "gpuModel": pool.model.key,
             "gpuArchitecture": pool.model.architecture.value,
             "gpusPerNode": pool.gpus_per_node,
@@ -73,16 +68,17 @@ def gpu_pool_outputs(platform: Platform) -> dict[str, Any]:
 
 def gpu_operator_outputs(platform: Platform) -> dict[str, Any] | None:
     """The operator's namespace and chart, and the driver the GPU nodes run."""
-    if platform.gpu_operator is None or platform.driver is None:
+    operator_plan = platform.plan.operator
+    if platform.gpu_operator is None or operator_plan is None:
         return None
-    operator = platform.config.gpu_operator
+    operator = platform.plan.config.gpu_operator
     return {
         "namespace": operator.namespace,
         "releaseName": operator.release_name,
         "chartVersion": operator.chart_version,
-        "driverOwner": platform.driver.owner,
-        "driverVersion": platform.driver.version,
-        "maxCuda": platform.driver.max_cuda,
+        "driverOwner": operator_plan.driver.owner,
+        "driverVersion": operator_plan.driver.version,
+        "maxCuda": operator_plan.driver.max_cuda,
         "gpuResourceNames": sorted(
             {name for pool in gpu_pool_outputs(platform).values() for name in pool["resourcesPerNode"]}
         ),
@@ -91,9 +87,9 @@ def gpu_operator_outputs(platform: Platform) -> dict[str, Any] | None:
 
 def kubeflow_outputs(platform: Platform) -> dict[str, Any] | None:
     """Where Kubeflow is reached, which version, and its identity provider."""
-    if platform.kubeflow is None or platform.config.kubeflow is None:
+    config = platform.plan.config.kubeflow
+    if platform.kubeflow is None or config is None:
         return None
-    config = platform.config.kubeflow
     return {
         "url": platform.kubeflow.url,
         "version": config.tag,
@@ -105,7 +101,7 @@ def kubeflow_outputs(platform: Platform) -> dict[str, Any] | None:
 
 def export_outputs(platform: Platform) -> None:
     """Export the contract."""
-    stack = platform.config
+    stack = platform.plan.config
     pulumi.export("contractVersion", CONTRACT_VERSION)
     pulumi.export(
         "cluster",
@@ -126,5 +122,5 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("kubeflow", kubeflow_outputs(platform))
     pulumi.export(
         "mig",
-        {"strategy": platform.mig.strategy, "demand": demand_outputs(platform.mig)},
+        {"strategy": platform.plan.mig.strategy, "demand": demand_outputs(platform.plan.mig)},
     )

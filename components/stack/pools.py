@@ -1,40 +1,23 @@
-"""The stack's GPU nodes seen as pools, whatever provides them.
+"""The stack's GPU pools, built once from the config: Yandex GPU node groups and bare-metal nodes.
 
-A pool is a set of identical GPU nodes: a Yandex node group or a bare-metal node. The GPU
-Operator values (tolerations, driver checks), MIG and the outputs read pools, so they do not care
-whether the nodes come from a cloud or a rack.
+Capabilities never see ``StackConfig``: they receive these pools (``components.catalog.pools``)
+and their own section. This is also where each pool's MIG request is paired with the pool.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from components.catalog.gpus import GpuModel, gpu_model
-from components.catalog.kubernetes import Taint, parse_taint, tolerations_for
+from components.base.problems import join_path
+from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
+from components.catalog.gpus import gpu_model
+from components.catalog.kubernetes import parse_taint
+from components.catalog.pools import GpuPool
+from components.mig.plan import MigRequest
 from components.stack.config import StackConfig
-from components.base.config_model import join_path
-from components.catalog.names import NODE_GROUP_LABEL
+from components.yandex.naming import replacement_key
 
 
-@dataclass(frozen=True)
-class GpuPool:
-    """Identical GPU nodes, and where in the config they are declared."""
-
-    name: str
-    config_path: str
-    model: GpuModel
-    gpus_per_node: int
-    max_nodes: int
-    taints: tuple[Taint, ...]
-    preinstalled_driver: bool
-    host_driver_removal: bool = False
-    labels: dict[str, str] = field(default_factory=dict)
-    bare_metal: bool = False
-
-
-def gpu_pools(stack: StackConfig) -> list[GpuPool]:
-    """Every GPU pool of the stack, in a stable order."""
+def gpu_pools(stack: StackConfig) -> tuple[GpuPool, ...]:
+    """Every GPU pool of the stack, in a stable order (node groups by name, then bare-metal nodes)."""
     pools = [
         GpuPool(
             name=name,
@@ -43,9 +26,10 @@ def gpu_pools(stack: StackConfig) -> list[GpuPool]:
             gpus_per_node=group.resources.gpus,
             max_nodes=group.scale.max_nodes,
             taints=tuple(group.parsed_taints),
-            preinstalled_driver=group.gpu_environment == "runc_drivers_cuda",
+            preinstalled_driver=group.gpu_environment == PREINSTALLED_ENVIRONMENT,
             host_driver_removal=group.host_driver_removal,
             labels=dict(group.labels),
+            revision=replacement_key(group),
         )
         for name, group in sorted(stack.node_groups.items())
         if group.resources.gpus > 0
@@ -65,15 +49,15 @@ def gpu_pools(stack: StackConfig) -> list[GpuPool]:
             )
             for index, node in enumerate(stack.bare_metal.nodes)
         )
-    return pools
+    return tuple(pools)
 
 
-def gpu_taints(pools: list[GpuPool]) -> list[Taint]:
-    """Every distinct taint carried by GPU nodes, in a stable order."""
-    return sorted({taint for pool in pools for taint in pool.taints}, key=str)
-
-
-def pool_scheduling(pool: GpuPool) -> dict[str, Any]:
-    """What a pod needs to land on the pool: a node selector and a toleration for each taint."""
-    selector = {"kubernetes.io/hostname": pool.name} if pool.bare_metal else {NODE_GROUP_LABEL: pool.name}
-    return {"nodeSelector": selector, "tolerations": tolerations_for(pool.taints)}
+def mig_requests(stack: StackConfig) -> dict[str, MigRequest]:
+    """Pool name -> what its config asks of MIG (the ``mig`` key, its path, whether the platform offers MIG)."""
+    requests: dict[str, MigRequest] = {}
+    for name, group in stack.node_groups.items():
+        requests[name] = MigRequest(join_path("nodeGroups", name, "mig"), group.mig, group.platform_facts.mig_supported)
+    if stack.bare_metal is not None:
+        for index, node in enumerate(stack.bare_metal.nodes):
+            requests[node.name] = MigRequest(join_path("bareMetal", "nodes", index, "mig"), node.mig, True)
+    return requests

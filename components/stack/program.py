@@ -1,42 +1,42 @@
-"""Builds the whole platform from the validated stack config, in dependency order.
+"""Builds the whole platform from the plan, in dependency order.
 
-Each capability is one ComponentResource; this module only wires them together so that
-``__main__.py`` stays three lines and tests can build the same platform under mocks.
+Each capability is one ComponentResource; this module only wires them together, reading the plan
+(nothing is re-derived here), so ``__main__.py`` stays a few lines and tests build the same platform
+under mocks. The Yandex SDK is imported only by a stack that has Yandex resources: a bare-metal
+stack never pays for loading it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pulumi
 
+from components.bare_metal.host_preparation import HostPreparation, HostPreparationArgs
 from components.bare_metal.node_labels import BareMetalNodeLabels, NodeLabelsArgs, bare_metal_labels
 from components.catalog.drivers import minimum_driver
-from components.catalog.gpu_operator_chart import GPU_RESOURCE
-from components.cluster.access import ClusterAccess, ClusterAccessArgs
-from components.stack.config import StackConfig
-from components.stack.pools import gpu_pools, pool_scheduling
-from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
-from components.gpu_operator.values import DriverPlan, build_values, driver_plan
-from components.host_driver_removal.component import HostDriverRemoval, HostDriverRemovalArgs
-from components.bare_metal.host_preparation import HostPreparation, HostPreparationArgs
-from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.catalog.names import MIG_FIELD_MANAGER
-from components.mig.plan import MigPlanResult, plan_mig
-from components.yandex.node_group import GpuNodeGroup, GpuNodeGroupArgs, replacement_key
-from components.smoke_test.component import GpuSmokeTest, SmokeTarget, SmokeTestArgs
+from components.cluster.access import ClusterAccess, ClusterAccessArgs
+from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
+from components.host_driver_removal.component import HostDriverRemoval, HostDriverRemovalArgs
+from components.kubeflow.component import Kubeflow, KubeflowArgs
+from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
+from components.stack.load import StackSecrets
+from components.stack.plan import Plan
+
+if TYPE_CHECKING:
+    from components.yandex.node_group import GpuNodeGroup
 
 
 @dataclass
 class Platform:
     """Everything the program created, for the outputs module."""
 
-    config: StackConfig
+    plan: Plan
     access: ClusterAccess
-    mig: MigPlanResult
     node_groups: dict[str, GpuNodeGroup] = field(default_factory=dict)
     gpu_operator: GpuOperator | None = None
-    driver: DriverPlan | None = None
     kubeflow: Kubeflow | None = None
     host_preparation: HostPreparation | None = None
     host_driver_removal: HostDriverRemoval | None = None
@@ -45,44 +45,28 @@ class Platform:
     smoke_test: GpuSmokeTest | None = None
 
 
-def build_platform(stack: StackConfig) -> Platform:
-    """Register every resource the stack declares."""
-    cluster = stack.cluster
-    kubeconfig = None
-    if cluster.bare_metal is not None:
-        kubeconfig = pulumi.Config().require_secret(cluster.bare_metal.kubeconfig_secret)
-    access = ClusterAccess(cluster.name, ClusterAccessArgs(cluster=cluster, kubeconfig=kubeconfig))
-    mig, _ = plan_mig(stack)  # the config check already refused any MIG problem
-    platform = Platform(config=stack, access=access, mig=mig)
-    for group_name, group in sorted(stack.node_groups.items()):
-        platform.node_groups[group_name] = GpuNodeGroup(
-            f"gpu-{group_name}",
-            GpuNodeGroupArgs(
-                group_name=group_name,
-                group=group,
-                cluster_id=access.cluster_id,
-                cluster_name=cluster.name,
-                kubernetes_version=cluster.kubernetes_version,
-                extra_labels=mig.labels(group_name),
-                environment=stack.environment.name,
-                production=stack.environment.production,
-            ),
-        )
-    operator_prerequisites: list[pulumi.Resource] = list(platform.node_groups.values())
+def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
+    """Register every resource the plan declares."""
+    stack = plan.config
+    platform = Platform(plan=plan, access=_cluster_access(plan, secrets))
+    provider = platform.access.provider
+    operator_prerequisites: list[pulumi.Resource] = []
+    if stack.node_groups:
+        platform.node_groups = _node_groups(plan, platform.access)
+        operator_prerequisites.extend(platform.node_groups.values())
     if stack.bare_metal is not None:
-        operator_prerequisites.extend(_bare_metal(stack, platform))
-    pools = gpu_pools(stack)
-    if stack.gpu_operator.enabled and pools:
-        platform.driver = driver_plan(stack, pools)
+        operator_prerequisites.extend(_bare_metal(plan, platform, secrets))
+    operator_plan = plan.operator
+    if operator_plan is not None:
         platform.gpu_operator = GpuOperator(
             "gpu-operator",
             GpuOperatorArgs(
                 config=stack.gpu_operator,
-                values=build_values(stack),
-                driver_owner=platform.driver.owner if platform.driver else "operator",
-                driver_version=platform.driver.version if platform.driver else "",
-                gpu_models=sorted({pool.model.key for pool in pools}),
-                provider=access.provider,
+                values=operator_plan.values,
+                driver_owner=operator_plan.driver.owner,
+                driver_version=operator_plan.driver.version,
+                gpu_models=sorted({pool.model.key for pool in plan.pools}),
+                provider=provider,
                 depends_on=operator_prerequisites,
             ),
         )
@@ -92,16 +76,16 @@ def build_platform(stack: StackConfig) -> Platform:
             "mig-config",
             NodeLabelsArgs(
                 labels={
-                    node.name: platform.mig.labels(node.name)
+                    node.name: plan.mig.labels(node.name)
                     for node in stack.bare_metal.nodes
-                    if platform.mig.labels(node.name)
+                    if plan.mig.labels(node.name)
                 },
-                provider=access.provider,
+                provider=provider,
                 field_manager=MIG_FIELD_MANAGER,
                 depends_on=[platform.gpu_operator],
             ),
         )
-    removal_pools = [pool for pool in pools if pool.host_driver_removal]
+    removal_pools = plan.host_driver_removal_pools
     if removal_pools and platform.gpu_operator is not None:
         platform.host_driver_removal = HostDriverRemoval(
             "host-driver-removal",
@@ -109,7 +93,7 @@ def build_platform(stack: StackConfig) -> Platform:
                 config=stack.host_driver_removal,
                 taints=[taint for pool in removal_pools for taint in pool.taints],
                 operator_namespace=stack.gpu_operator.namespace,
-                provider=access.provider,
+                provider=provider,
                 depends_on=[platform.gpu_operator],
             ),
         )
@@ -118,38 +102,73 @@ def build_platform(stack: StackConfig) -> Platform:
             "gpu-smoke-test",
             SmokeTestArgs(
                 config=stack.smoke_test,
-                targets=smoke_targets(stack, platform.mig),
+                targets=list(plan.smoke_targets),
                 namespace=stack.gpu_operator.namespace,
-                provider=access.provider,
+                provider=provider,
                 depends_on=[platform.gpu_operator, *operator_prerequisites],
             ),
         )
     kubeflow = stack.kubeflow
-    if kubeflow is not None and kubeflow.enabled:
-        secrets = pulumi.Config()
+    if kubeflow is not None and kubeflow.enabled and secrets.dex_password_hash is not None:
         platform.kubeflow = Kubeflow(
             "kubeflow",
             KubeflowArgs(
                 config=kubeflow,
                 stack=pulumi.get_stack(),
-                provider=access.provider,
-                dex_password_hash=secrets.require_secret(kubeflow.dex.password_hash_secret),
-                oidc_client_secret=(
-                    secrets.require_secret(kubeflow.oidc_client_secret_key) if kubeflow.oidc_client_secret_key else None
-                ),
+                provider=provider,
+                dex_password_hash=secrets.dex_password_hash,
+                oidc_client_secret=secrets.oidc_client_secret,
             ),
         )
     return platform
 
 
-def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]:
+def _cluster_access(plan: Plan, secrets: StackSecrets) -> ClusterAccess:
+    cluster = plan.config.cluster
+    if cluster.yandex is not None:
+        # Imported here, not at the top: only a Yandex stack loads the Yandex SDK (seconds of import).
+        from components.yandex.cluster import find_cluster
+
+        yandex = cluster.yandex
+        found = find_cluster(cluster.name, yandex.cluster_id, yandex.folder_id, yandex.endpoint)
+        args = ClusterAccessArgs(cluster, found.kubeconfig, cluster_id=found.cluster_id, endpoint=found.endpoint)
+    elif secrets.kubeconfig is not None:
+        args = ClusterAccessArgs(cluster, secrets.kubeconfig)
+    else:
+        raise ValueError("bare-metal cluster access needs a kubeconfig")
+    return ClusterAccess(cluster.name, args)
+
+
+def _node_groups(plan: Plan, access: ClusterAccess) -> dict[str, GpuNodeGroup]:
+    from components.yandex.node_group import GpuNodeGroup, GpuNodeGroupArgs  # Yandex stacks only (see above)
+
+    stack = plan.config
+    return {
+        group_name: GpuNodeGroup(
+            f"gpu-{group_name}",
+            GpuNodeGroupArgs(
+                group_name=group_name,
+                group=group,
+                cluster_id=access.cluster_id,
+                cluster_name=stack.cluster.name,
+                kubernetes_version=stack.cluster.kubernetes_version,
+                extra_labels=plan.mig.labels(group_name),
+                environment=stack.environment.name,
+                production=stack.environment.production,
+            ),
+        )
+        for group_name, group in sorted(stack.node_groups.items())
+    }
+
+
+def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[pulumi.Resource]:
     """Host preparation over SSH and node labels; returns what the GPU Operator must wait for."""
+    stack = plan.config
     bare_metal = stack.bare_metal
-    assert bare_metal is not None
-    secrets = pulumi.Config()
+    if bare_metal is None:
+        return []
     created: list[pulumi.Resource] = []
-    if bare_metal.host_preparation.enabled:
-        bastion = bare_metal.ssh.bastion
+    if bare_metal.host_preparation.enabled and secrets.ssh_private_key is not None:
         host_driver = stack.gpu_operator.host_driver
         platform.host_preparation = HostPreparation(
             "host-preparation",
@@ -157,12 +176,8 @@ def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]
                 config=bare_metal,
                 required_min_driver=minimum_driver(stack.cuda.version, stack.cuda.check),
                 expected_driver_version=host_driver.version if host_driver else "",
-                private_key=secrets.require_secret(bare_metal.ssh.private_key_secret),
-                bastion_private_key=(
-                    secrets.require_secret(bastion.private_key_secret)
-                    if bastion and bastion.private_key_secret
-                    else None
-                ),
+                private_key=secrets.ssh_private_key,
+                bastion_private_key=secrets.bastion_private_key,
             ),
         )
         created.append(platform.host_preparation)
@@ -175,25 +190,3 @@ def _bare_metal(stack: StackConfig, platform: Platform) -> list[pulumi.Resource]
     )
     created.append(platform.node_labels)
     return created
-
-
-def smoke_targets(stack: StackConfig, mig: MigPlanResult) -> list[SmokeTarget]:
-    """One target per GPU pool and per GPU resource it advertises (each MIG profile in use)."""
-    targets: list[SmokeTarget] = []
-    for pool in gpu_pools(stack):
-        if pool.name in stack.smoke_test.skip_pools:
-            continue
-        decision = mig.pools.get(pool.name)
-        resources = list(decision.resources(mig.strategy)) if decision else [GPU_RESOURCE]
-        scheduling = pool_scheduling(pool)
-        targets.extend(
-            SmokeTarget(
-                pool=pool.name,
-                resource=resource,
-                node_selector=scheduling["nodeSelector"],
-                tolerations=scheduling["tolerations"],
-                revision="" if pool.bare_metal else replacement_key(stack.node_groups[pool.name]),
-            )
-            for resource in resources
-        )
-    return targets

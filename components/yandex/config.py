@@ -14,10 +14,12 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from components.base.config_model import ConfigModel, label_problems
+from components.base.problems import Problem, join_path
+from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
 from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
 from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
 from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
-from components.base.config_model import ConfigModel, Problem, join_path, label_problems
 from components.mig.config import MigConfig
 
 GpuEnvironment = Literal["runc", "runc_drivers_cuda"]
@@ -199,7 +201,7 @@ class NodeGroupConfig(ConfigModel):
                 join_path(path, "hostDriverRemoval"),
                 "true is only for runc_drivers_cuda groups; a runc group has no preinstalled driver to remove",
             )
-        if self.maintenance.auto_upgrade and self.gpu_environment == "runc_drivers_cuda":
+        if self.maintenance.auto_upgrade and self.gpu_environment == PREINSTALLED_ENVIRONMENT:
             yield Problem(
                 join_path(path, "maintenance", "autoUpgrade"),
                 "true would let the cloud replace the preinstalled driver on its own schedule; "

@@ -9,51 +9,14 @@ new one is ready, so the cluster never has zero GPU nodes.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 import pulumi
 
+from components.catalog.names import GPU_NODE_GROUP_TYPE
 from components.yandex import sdk as yandex_sdk
-from components.host_driver_removal.contract import OPT_IN_LABEL, OPT_IN_VALUE
-from components.catalog.names import GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
 from components.yandex.config import NodeGroupConfig
-
-
-def replacement_fields(group: NodeGroupConfig) -> dict[str, object]:
-    """The values of the fields whose change replaces the group, as a plain dict (shown in the outputs).
-
-    terraform-provider-yandex v0.161 marks ForceNew: gpu_settings.*, node_taints,
-    scale_policy.auto_scale (so fixed <-> auto), allocation_policy and the interface's nat.
-    """
-    return {
-        "gpuEnvironment": group.gpu_environment,
-        "taints": list(group.taints),
-        "scaleKind": "auto" if group.scale.auto else "fixed",
-        "location": {"zone": group.location.zone, "subnetId": group.location.subnet_id},
-        "nat": group.nat,
-    }
-
-
-def replacement_key(group: NodeGroupConfig) -> str:
-    """An 8-hex-digit digest of the replace-triggering fields."""
-    text = json.dumps(replacement_fields(group), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-def cloud_name(cluster_name: str, group_name: str, group: NodeGroupConfig) -> str:
-    """The node group's name in Yandex Cloud: stable until a replace-triggering field changes."""
-    return f"{cluster_name}-{group_name}-{replacement_key(group)}"[:63]
-
-
-def node_labels(group_name: str, group: NodeGroupConfig) -> dict[str, str]:
-    """Kubernetes labels every node of the group gets at creation (autoscaled nodes included)."""
-    labels = {NODE_GROUP_LABEL: group_name, GPU_MODEL_LABEL: group.model.key, GPU_NODE_LABEL: "true"}
-    if group.host_driver_removal:
-        labels[OPT_IN_LABEL] = OPT_IN_VALUE
-    labels.update(group.labels)
-    return dict(sorted(labels.items()))
+from components.yandex.naming import cloud_name, node_labels
 
 
 @dataclass(frozen=True)
@@ -79,7 +42,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
     labels: dict[str, str]
 
     def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:yandex:GpuNodeGroup", name, None, opts)
+        super().__init__(GPU_NODE_GROUP_TYPE, name, None, opts)
         group = args.group
         self.cloud_name = cloud_name(args.cluster_name, args.group_name, group)
         self.labels = dict(sorted({**node_labels(args.group_name, group), **(args.extra_labels or {})}.items()))

@@ -23,11 +23,13 @@ from pulumi_policy import (
 )
 
 from components.catalog.drivers import (
+    PREINSTALLED_ENVIRONMENT,
     CudaCheckMode,
     CudaVersionError,
     architecture_problem,
     cuda_problem,
     known_cuda_versions,
+    two_drivers_on_node,
 )
 from components.catalog.gpus import Architecture, UnknownGpuModelError, gpu_model
 from components.catalog.versions import is_version
@@ -35,8 +37,6 @@ from components.catalog.versions import is_version
 from .facts import StackFacts, stack_facts
 from .names import DRIVER_VERSION_ANNOTATION, GPU_MODEL_LABEL, GPU_MODELS_ANNOTATION, OPT_IN_LABEL, OPT_IN_VALUE
 from .settings import setting
-
-PREINSTALLED_ENVIRONMENT = "runc_drivers_cuda"
 
 
 def _validate_handover(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -47,7 +47,8 @@ def _validate_handover(args: StackValidationArgs, report: ReportViolation) -> No
         args.not_applicable("no node group with a preinstalled driver under an operator that installs one")
     operator = operators[0]
     for group in preinstalled:
-        if group.node_labels.get(OPT_IN_LABEL) == OPT_IN_VALUE:
+        handed_over = group.node_labels.get(OPT_IN_LABEL) == OPT_IN_VALUE
+        if not two_drivers_on_node(operator_installs_driver=True, preinstalled=True, handed_over=handed_over):
             continue
         report(
             f"node group {group.name} boots with a preinstalled driver (gpuEnvironment {PREINSTALLED_ENVIRONMENT}) "

@@ -10,21 +10,21 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from components.host_driver_removal.contract import OPT_IN_LABEL, OPT_IN_VALUE
 from components.catalog.names import (
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
     GPU_MODELS_ANNOTATION,
+    HELM_RELEASE_TYPES,
+    INGRESS_TYPES,
+    NAMESPACE_TYPE,
     NODE_GROUP_LABEL,
     NODE_GROUP_TYPE,
+    NODE_PATCH_TYPE,
+    SECRET_TYPES,
 )
-
-HELM_RELEASE_TYPES: Final = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
-NAMESPACE_TYPE: Final = "kubernetes:core/v1:Namespace"
-NODE_PATCH_TYPE: Final = "kubernetes:core/v1:NodePatch"
-SECRET_TYPES: Final = ("kubernetes:core/v1:Secret", "kubernetes:core/v1:SecretPatch")
-INGRESS_TYPES: Final = ("kubernetes:networking.k8s.io/v1:Ingress", "kubernetes:networking.k8s.io/v1:IngressPatch")
+from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED as OPT_IN_VALUE
+from components.catalog.names import HOST_DRIVER_REMOVAL_LABEL as OPT_IN_LABEL
 
 # Where each workload kind keeps its pod spec (Patch variants have the same shape).
 _POD_SPEC_PATHS: Final = {

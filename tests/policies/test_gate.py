@@ -24,6 +24,8 @@ from pulumi_policy.proxy import unknown_checking_proxy
 import preview.policy_gate as gate
 from components.catalog.kubeflow_manifests import DEFAULT_OIDC_CLIENT_SECRET, DEFAULT_PASSWORD_HASH
 from components.catalog.mig import mig_gpu
+from policies.gpu_policies import ALL_POLICIES
+from policies.gpu_policies.names import NODE_GROUP_TYPE, OPT_IN_LABEL
 from preview.mocks import SECRET_MASK, Registration
 from preview.policy_gate import (
     REPORT_NAME,
@@ -39,8 +41,6 @@ from preview.policy_gate import (
 )
 from preview.runner import ProgramRun, run_program
 from preview.stack_file import available_stacks
-from policies.gpu_policies import ALL_POLICIES
-from policies.gpu_policies.names import NODE_GROUP_TYPE, OPT_IN_LABEL
 from tests.helpers import ROOT
 
 STACKS = available_stacks(ROOT)

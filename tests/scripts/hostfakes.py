@@ -19,7 +19,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from components.host_driver_removal import contract as c
+from components.catalog import host_driver_removal as c
+from components.host_driver_removal.component import SCRIPT_PATH
 
 FAKES = Path(__file__).parent / "fakes"
 LIB = "/usr/lib/x86_64-linux-gnu"
@@ -408,7 +409,7 @@ def script_env(host: FakeHost, cluster: FakeCluster, node: str, **overrides: str
 def script_process(env: Env, **overrides: str) -> subprocess.Popen[str]:
     """Start the script in the background (for tests that signal it); output merged into stdout."""
     return subprocess.Popen(
-        ["bash", str(c.SCRIPT_PATH)],
+        ["bash", str(SCRIPT_PATH)],
         env=script_env(env.host, env.cluster, env.node, **overrides),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -420,7 +421,7 @@ def script_process(env: Env, **overrides: str) -> subprocess.Popen[str]:
 def run_script(host: FakeHost, cluster: FakeCluster, node: str, **overrides: str) -> Result:
     """Run the real script with bash against the fakes and wait for it."""
     proc = subprocess.run(
-        ["bash", str(c.SCRIPT_PATH)],
+        ["bash", str(SCRIPT_PATH)],
         env=script_env(host, cluster, node, **overrides),
         stdin=subprocess.DEVNULL,
         capture_output=True,

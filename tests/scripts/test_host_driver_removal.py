@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from components.host_driver_removal import contract as c
-from components.host_driver_removal.contract import ExitCode, Reason, RemovalState
+from components.catalog import host_driver_removal as c
+from components.catalog.host_driver_removal import ExitCode, Reason, RemovalState
+from components.host_driver_removal.component import SCRIPT_PATH
 from tests.scripts.hostfakes import NAMESPACE, Env, FakeCluster, FakeHost, script_process
 
 NODE = "gpu-node-1"
@@ -525,18 +526,18 @@ def test_dry_run_lists_the_steps_and_changes_nothing(env: Env) -> None:
 def test_script_is_shellcheck_clean() -> None:
     shellcheck = shutil.which("shellcheck") or str(Path(__file__).parents[2] / ".venv" / "bin" / "shellcheck")
     fakes = sorted(str(p) for p in (Path(__file__).parent / "fakes" / "bin").iterdir())
-    proc = subprocess.run([shellcheck, "-x", str(c.SCRIPT_PATH), *fakes], capture_output=True, text=True, check=False)
+    proc = subprocess.run([shellcheck, "-x", str(SCRIPT_PATH), *fakes], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_contract_env_defaults_are_the_script_defaults() -> None:
-    script = c.SCRIPT_PATH.read_text()
+    script = SCRIPT_PATH.read_text()
     defaults = dict(re.findall(r'^([A-Z_]+)="\$\{\1:-([^}]*)\}"$', script, flags=re.MULTILINE))
     assert defaults == c.env_defaults()
 
 
 def test_contract_names_are_the_ones_the_script_writes() -> None:
-    script = c.SCRIPT_PATH.read_text()
+    script = SCRIPT_PATH.read_text()
     for reason in Reason:
         assert re.search(rf"\b{re.escape(reason.value)}\b", script), f"reason {reason} unused by the script"
     for state in RemovalState:

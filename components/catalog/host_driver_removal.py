@@ -1,4 +1,4 @@
-"""Contract of ``components/host_driver_removal/host-driver-removal.sh``: the names it reads and writes.
+"""Names of ``components/host_driver_removal/host-driver-removal.sh``: the labels, states, reasons and env it uses.
 
 Yandex node groups with ``gpu_environment: runc_drivers_cuda`` boot with an NVIDIA driver installed by the
 ``.run`` installer. With the GPU Operator's driver enabled, its driver manager labels such a node
@@ -15,22 +15,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
-from pathlib import Path
 from typing import Final
 
-#: The script, relative to this module. The component reads it into a ConfigMap.
-SCRIPT_PATH: Final[Path] = Path(__file__).parent / "host-driver-removal.sh"
+from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL
+from components.catalog.names import PREFIX as NAMES_PREFIX
 
 #: Every label and annotation the script owns starts with this prefix, so ``kubectl get nodes -L`` and a
 #: cleanup can find them all.
-PREFIX: Final = "gpu-platform.io/"
+PREFIX: Final = NAMES_PREFIX
 
 # --------------------------------------------------------------------------------------------------------------
 # Opt-in. The DaemonSet's nodeSelector uses it; the script checks it again before starting a fresh attempt, so a
 # mis-rendered nodeSelector cannot strip drivers from nodes nobody asked for.
 # --------------------------------------------------------------------------------------------------------------
-OPT_IN_LABEL: Final = f"{PREFIX}host-driver-removal"
-OPT_IN_VALUE: Final = "enabled"
+OPT_IN_LABEL: Final = HOST_DRIVER_REMOVAL_LABEL
+OPT_IN_VALUE: Final = HOST_DRIVER_REMOVAL_ENABLED
 
 
 class RemovalState(StrEnum):

@@ -1,0 +1,49 @@
+"""What is wrong with a stack config: a problem names its key path; the error lists every problem.
+
+Pure data (the planning functions of every capability return problems), plus the one exception
+the program raises for an invalid stack before any resource is registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pulumi
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with the config: where (a dotted key path) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class StackConfigError(pulumi.RunError):
+    """The stack config is invalid; ``problems`` says where and why, nothing has been created.
+
+    A ``RunError`` makes the Pulumi engine print the message alone, without a traceback.
+    """
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = sorted(set(problems))
+        lines = "\n".join(f"  {problem}" for problem in self.problems)
+        count = len(self.problems)
+        super().__init__(f"invalid stack config ({count} problem{'s' if count != 1 else ''}):\n{lines}")
+
+
+def join_path(*parts: object) -> str:
+    """Join key path parts: ("nodeGroups", "v100", 0) -> "nodeGroups.v100[0]"."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif path:
+            path += f".{part}"
+        else:
+            path = str(part)
+    return path

@@ -1,0 +1,105 @@
+"""Reads the stack from the engine: the program config and the secrets it names.
+
+The only module that reads Pulumi config (``pulumi.runtime.config`` for the program's keys,
+``pulumi.Config`` for the secrets), so what a stack can be configured with is visible in one place.
+Secrets are read with ``require_secret`` and stay Pulumi secrets: the program never sees them in
+plaintext.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.base.problems import Problem, StackConfigError
+from components.stack.config import PROJECT, StackConfig, parse_stack_config, top_level_keys
+
+
+@dataclass(frozen=True)
+class StackSecrets:
+    """Every secret the stack config names, as Pulumi secrets (None where the config names none)."""
+
+    kubeconfig: pulumi.Output[str] | None = None
+    ssh_private_key: pulumi.Output[str] | None = None
+    bastion_private_key: pulumi.Output[str] | None = None
+    dex_password_hash: pulumi.Output[str] | None = None
+    oidc_client_secret: pulumi.Output[str] | None = None
+
+
+def read_secrets(stack: StackConfig) -> StackSecrets:
+    """The secrets ``stack`` names, read from the engine (``pulumi config set --secret <key>``)."""
+    config = pulumi.Config()
+    cluster, bare_metal, kubeflow = stack.cluster, stack.bare_metal, stack.kubeflow
+    bastion = bare_metal.ssh.bastion if bare_metal else None
+    kubeflow_on = kubeflow is not None and kubeflow.enabled
+    return StackSecrets(
+        kubeconfig=config.require_secret(cluster.bare_metal.kubeconfig_secret) if cluster.bare_metal else None,
+        ssh_private_key=(
+            config.require_secret(bare_metal.ssh.private_key_secret)
+            if bare_metal and bare_metal.host_preparation.enabled
+            else None
+        ),
+        bastion_private_key=(
+            config.require_secret(bastion.private_key_secret)
+            if bare_metal and bare_metal.host_preparation.enabled and bastion and bastion.private_key_secret
+            else None
+        ),
+        dex_password_hash=config.require_secret(kubeflow.dex.password_hash_secret)
+        if kubeflow and kubeflow_on
+        else None,
+        oidc_client_secret=(
+            config.require_secret(kubeflow.oidc_client_secret_key)
+            if kubeflow and kubeflow_on and kubeflow.oidc_client_secret_key
+            else None
+        ),
+    )
+
+
+def _configured_project_keys() -> dict[str, str]:
+    """All ``gpu-platform:*`` keys the engine (or the offline preview) passed, as raw strings."""
+    values: dict[str, Any] = dict(pulumi.runtime.config.get_config_env())
+    values.update(pulumi.runtime.config.CONFIG.get())
+    prefix = f"{PROJECT}:"
+    return {key[len(prefix) :]: value for key, value in values.items() if key.startswith(prefix)}
+
+
+def _is_secret_key(key: str) -> bool:
+    return bool(pulumi.runtime.config.is_config_secret(f"{PROJECT}:{key}"))
+
+
+def load_stack_config() -> StackConfig:
+    """Read and validate the stack's program config.
+
+    Secret values (kubeconfigs, password hashes, SSH keys) live in their own keys, read later with
+    ``require_secret``; the model names those keys, so they are not mistaken for unknown keys.
+    """
+    configured = _configured_project_keys()
+    known = set(top_level_keys())
+    raw: dict[str, Any] = {}
+    for key in sorted(known & set(configured)):
+        text = configured[key]
+        try:
+            raw[key] = json.loads(text) if isinstance(text, str) else text
+        except json.JSONDecodeError:
+            raw[key] = text  # a plain string; pydantic reports it against the expected shape
+    problems: list[Problem] = []
+    stack: StackConfig | None = None
+    try:
+        stack = parse_stack_config(raw)
+    except StackConfigError as error:
+        problems.extend(error.problems)
+    # Before the model parses we cannot know which secret keys it names: skip keys the engine
+    # marks secret then, and report them once the model is known.
+    secret_keys = stack.secret_keys() if stack else {key for key in configured if _is_secret_key(key)}
+    allowed = ", ".join(sorted(known))
+    problems.extend(
+        Problem(key, f"unknown config key; allowed: {allowed} (and the secret keys the config names)")
+        for key in sorted(configured)
+        if key not in known and key not in secret_keys
+    )
+    if problems or stack is None:
+        raise StackConfigError(problems)
+    return stack

@@ -1,0 +1,86 @@
+"""Every decision across sections of the stack, computed once from the config: the ``Plan``.
+
+"Parse once, pass typed results": the pools, the driver, the MIG plan, the GPU Operator values and
+the smoke targets are decided here, before any resource exists, and every problem across sections
+is reported at once as a ``StackConfigError``. The program and the outputs only read the plan;
+nothing downstream re-derives or re-checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.base.problems import Problem, StackConfigError
+from components.catalog.pools import GpuPool
+from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
+from components.gpu_operator.values import build_values, extra_values_problems
+from components.mig.plan import MigPlanResult, mig_values, plan_mig
+from components.smoke_test.targets import SmokeTarget, smoke_targets
+from components.stack.config import StackConfig
+from components.stack.pools import gpu_pools, mig_requests
+
+
+@dataclass(frozen=True)
+class OperatorPlan:
+    """The GPU Operator release the stack installs: its driver and its finished Helm values."""
+
+    driver: DriverPlan
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole stack, decided: what the program builds and the outputs report."""
+
+    config: StackConfig
+    pools: tuple[GpuPool, ...]
+    mig: MigPlanResult
+    operator: OperatorPlan | None  # None: the operator is off, or there are no GPU pools
+    smoke_targets: tuple[SmokeTarget, ...]
+
+    def pool(self, name: str) -> GpuPool:
+        """The pool called ``name`` (a node group name or a bare-metal node name)."""
+        return next(pool for pool in self.pools if pool.name == name)
+
+    @property
+    def host_driver_removal_pools(self) -> tuple[GpuPool, ...]:
+        """Pools whose nodes are handed over from a preinstalled driver to the operator's."""
+        return tuple(pool for pool in self.pools if pool.host_driver_removal) if self.operator else ()
+
+
+def plan_stack(stack: StackConfig) -> Plan:
+    """Decide everything; raises ``StackConfigError`` with every problem across sections."""
+    pools = gpu_pools(stack)
+    problems: list[Problem] = []
+    mig, mig_problems = plan_mig(pools, mig_requests(stack), stack.mig)
+    prep = stack.bare_metal.host_preparation if stack.bare_metal else None
+    host_configures_containerd = bool(prep and prep.enabled and prep.configure_containerd)
+    context = DriverContext(
+        bare_metal=stack.cluster.kind == "bare-metal",
+        cuda_version=stack.cuda.version,
+        cuda_check=stack.cuda.check,
+        host_configures_containerd=host_configures_containerd,
+        smoke_image_cuda=stack.smoke_test.image_cuda if stack.smoke_test.enabled else None,
+    )
+    driver, driver_problems = plan_driver(stack.gpu_operator, pools, context)
+    problems.extend(driver_problems)
+    problems.extend(extra_values_problems(stack.gpu_operator))
+    problems.extend(mig_problems)
+    if problems:
+        raise StackConfigError(problems)
+    operator = None
+    if driver is not None:
+        values = build_values(
+            stack.gpu_operator,
+            pools,
+            driver,
+            toolkit=toolkit_enabled(stack.gpu_operator, host_configures_containerd),
+            mig_values=mig_values(stack.mig, mig),
+        )
+        operator = OperatorPlan(driver, values)
+    targets: tuple[SmokeTarget, ...] = ()
+    if stack.smoke_test.enabled and operator is not None:
+        resources = {pool.name: mig.resources_per_node(pool) for pool in pools}
+        targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools))
+    return Plan(config=stack, pools=pools, mig=mig, operator=operator, smoke_targets=targets)
