@@ -37,7 +37,6 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy import proxy as analyzer_proxy
-from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policies.gpu_policies import ALL_POLICIES
@@ -210,6 +209,33 @@ _NO_OPTIONS = PolicyResourceOptions(
 )
 
 
+class PolicyNotApplicable(Exception):
+    """A policy said it does not apply (``args.not_applicable(reason)``), as the analyzer records it."""
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _GateResourceArgs(ResourceValidationArgs):
+    """The SDK's argument bag, with ``not_applicable`` raising our exception instead of the SDK's private one.
+
+    Policies call the public ``args.not_applicable(reason)``; the SDK implements it by raising a
+    private class. Overriding the public method is the seam: no private import, and
+    ``tests/preview/test_policy_gate.py`` pins that a not-applicable verdict still reaches the report.
+    """
+
+    def not_applicable(self, reason: str | None = None) -> None:
+        raise PolicyNotApplicable(reason)
+
+
+class _GateStackArgs(StackValidationArgs):
+    """Stack-policy counterpart of ``_GateResourceArgs``."""
+
+    def not_applicable(self, reason: str | None = None) -> None:
+        raise PolicyNotApplicable(reason)
+
+
 def resource_label(registration: Registration) -> str:
     """How the report names a resource: ``<type>::<name>`` (the tail of its URN)."""
     return f"{registration.type}::{registration.name}"
@@ -347,22 +373,20 @@ def evaluate(
         except UnknownValueError as error:
             message = f"can't run policy '{policy.name}' during preview: {error.message}"
             result.findings.append(Finding(policy.name, EnforcementLevel.ADVISORY.value, default, message))
-        except _NotApplicableError as error:
+        except PolicyNotApplicable as error:
             if urn is None:  # a resource policy that skips one resource still applies to the others
                 result.not_applicable[policy.name] = error.reason or "not applicable"
 
     for policy, level, settings in active:
         if isinstance(policy, ResourceValidationPolicy):
             for r in custom:
-                args = ResourceValidationArgs(
-                    r.type, props[r.urn], r.urn, r.name, _NO_OPTIONS, None, settings, stack_tags
-                )
+                args = _GateResourceArgs(r.type, props[r.urn], r.urn, r.name, _NO_OPTIONS, None, settings, stack_tags)
                 run(policy, level, args, r.urn)
     if any(isinstance(policy, StackValidationPolicy) for policy, _, _ in active):
         resources = _stack_resources(custom, props)
         for policy, level, settings in active:
             if isinstance(policy, StackValidationPolicy):
-                run(policy, level, StackValidationArgs(resources, settings, stack_tags), None)
+                run(policy, level, _GateStackArgs(resources, settings, stack_tags), None)
     result.findings.sort()
     return result
 

@@ -7,7 +7,7 @@ one node at a time, and hands the node over to the operator's containerised driv
 
 This module is the single place that the Pulumi component (which renders the DaemonSet, RBAC and env), the docs
 and the tests take the script's names from. It is deliberately pure (no Pulumi import) so docs tooling and tests
-can import it without a Pulumi runtime. ``tests/scripts/test_host_driver_removal.py`` checks that the env
+can import it without a Pulumi runtime. ``tests/host_driver_removal/test_script.py`` checks that the env
 defaults below are the ones the script really uses, so a drift fails CI instead of surprising an operator.
 """
 

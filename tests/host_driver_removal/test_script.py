@@ -21,7 +21,7 @@ import pytest
 from components.catalog import host_driver_removal as c
 from components.catalog.host_driver_removal import ExitCode, Reason, RemovalState
 from components.host_driver_removal.component import SCRIPT_PATH
-from tests.scripts.hostfakes import NAMESPACE, Env, FakeCluster, FakeHost, script_process
+from tests.host_driver_removal.hostfakes import NAMESPACE, Env, FakeCluster, FakeHost, script_process
 
 NODE = "gpu-node-1"
 OPERAND_KEYS = {

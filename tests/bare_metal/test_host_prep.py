@@ -1,4 +1,4 @@
-"""The bare-metal host preparation scripts, run against a fake host (tests/scripts/hostprep_fakes.py).
+"""The bare-metal host preparation scripts, run against a fake host (tests/bare_metal/hostprep_fakes.py).
 
 Every step is run the way the component will run it (``command_text`` on the stdin of ``bash -s``)
 at least twice: the first run changes the host and says so, the second changes nothing and says
@@ -27,7 +27,7 @@ from components.bare_metal.host_prep_steps import (
     resolve_env,
     script_text,
 )
-from tests.scripts.hostprep_fakes import FakeHost, RunResult
+from tests.bare_metal.hostprep_fakes import FakeHost, RunResult
 
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 SCRIPT_FILES = sorted(SCRIPTS_DIR.glob("*.sh"))

@@ -419,3 +419,12 @@ def test_the_programs_host_driver_hand_over_satisfies_the_policies() -> None:
     result = run_gate(run)
     assert result.mandatory == [], verdict_table(result)
     assert "host-driver-removal-required" not in result.not_applicable
+
+
+def test_a_policy_that_does_not_apply_is_reported_with_its_reason(dev: ProgramRun) -> None:
+    # The seam with pulumi-policy: policies call the public args.not_applicable(reason); the gate
+    # overrides that method (no private SDK import) and must still record the policy and its reason.
+    result = evaluate(dev.registrations)
+    assert result.not_applicable["host-driver-removal-required"] == (
+        "no node group with a preinstalled driver under an operator that installs one"
+    )
