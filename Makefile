@@ -26,10 +26,11 @@ preview-all: venv  ## the offline preview of every Pulumi.<stack>.yaml
 test: venv tools  ## the whole test suite, offline
 	$(PY) -m pytest
 
-lint: venv  ## ruff and mypy
+lint: venv  ## ruff, mypy and the layering contract (import-linter, pyproject.toml)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
+	$(VENV)/bin/lint-imports
 
 format: venv
 	$(PY) -m ruff format .

@@ -12,18 +12,29 @@ import yaml
 from components.base.problems import StackConfigError
 from components.stack.config import parse_stack_config
 from components.stack.plan import Plan, plan_stack
+from components.yandex.config import with_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def stack_raw(stack: str) -> dict[str, Any]:
-    """The ``gpu-platform:*`` keys of ``Pulumi.<stack>.yaml`` as a plain dict (prefix dropped)."""
+def stack_raw(stack: str, *, expand_defaults: bool = True) -> dict[str, Any]:
+    """The ``gpu-platform:*`` keys of ``Pulumi.<stack>.yaml`` as a plain dict (prefix dropped).
+
+    By default ``nodeGroupDefaults`` is laid under each group and dropped, so a test can change or
+    delete any key of a group as if the group spelled it out (tests/stack/test_config.py checks that
+    both forms plan the same).
+    """
     document = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
-    return {
+    raw = {
         key.split(":", 1)[1]: copy.deepcopy(value)
         for key, value in document["config"].items()
         if key.startswith("gpu-platform:")
     }
+    defaults = raw.get("nodeGroupDefaults")
+    if expand_defaults and isinstance(defaults, dict):
+        raw["nodeGroups"] = with_defaults(defaults, raw.get("nodeGroups", {}))
+        del raw["nodeGroupDefaults"]
+    return raw
 
 
 def set_path(document: dict[str, Any], path: str | tuple[Any, ...], value: Any) -> dict[str, Any]:

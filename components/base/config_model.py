@@ -8,14 +8,19 @@ config key path, the bad value and what is allowed, and every problem is reporte
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import label_key_problem, label_value_problem
+
+#: The key that tells the members of a discriminated config block apart (``cluster.kind``).
+DISCRIMINATOR = "kind"
 
 
 class ConfigModel(BaseModel):
@@ -34,37 +39,61 @@ def _allowed_keys(model: type[BaseModel]) -> list[str]:
     return sorted((field.alias or name) for name, field in model.model_fields.items())
 
 
-def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model class that owns the last element of ``loc``, for "allowed keys" hints."""
-    current: Any = root
-    for part in loc[:-1]:
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            field = next(
-                (f for n, f in current.model_fields.items() if part in (n, f.alias)),
-                None,
-            )
-            if field is None:
-                return None
-            current = field.annotation
-        else:
-            current = _unwrap_container(current)
-            if current is None:
-                return None
-        current = _unwrap_optional(current)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _unwrap_optional(annotation: Any) -> Any:
-    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
-    if getattr(annotation, "__origin__", None) is None and len(args) == 1:  # X | None
-        return args[0]
+def _unwrap(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` -> X and ``X | None`` -> X."""
+    while typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (Union, types.UnionType) and len(args) == 1:
+        return _unwrap(args[0])
     return annotation
 
 
-def _unwrap_container(annotation: Any) -> Any:
-    """dict[str, M] -> M, list[M] -> M."""
-    args = getattr(annotation, "__args__", ())
-    return args[-1] if args else None
+def _tagged_members(annotation: Any) -> dict[str, type[BaseModel]] | None:
+    """For a discriminated union of models (``kind: Literal[...]`` in each), tag -> member; else None."""
+    if typing.get_origin(annotation) not in (Union, types.UnionType):
+        return None
+    members: dict[str, type[BaseModel]] = {}
+    for member in typing.get_args(annotation):
+        if not (isinstance(member, type) and issubclass(member, BaseModel)) or DISCRIMINATOR not in member.model_fields:
+            return None
+        for tag in typing.get_args(member.model_fields[DISCRIMINATOR].annotation):
+            members[str(tag)] = member
+    return members or None
+
+
+def _walk(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """``loc`` without the union tags pydantic inserts, and the model owning its last element.
+
+    Pydantic reports an error inside a discriminated union as ``("cluster", "yandex", "clusterId")``;
+    the user wrote ``cluster.clusterId``, so the tag is dropped from the key path.
+    """
+    clean: list[Any] = []
+    current: Any = root
+    parts = list(loc)
+    owner: type[BaseModel] | None = root
+    index = 0
+    while index < len(parts):
+        part = parts[index]
+        current = _unwrap(current)
+        members = _tagged_members(current)
+        if members is not None and isinstance(part, str) and part in members:
+            current = members[part]
+            index += 1
+            continue
+        clean.append(part)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            owner = current
+            field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
+            current = field.annotation if field is not None else None
+        elif typing.get_origin(current) in (dict, list):
+            owner = None
+            args = typing.get_args(current)
+            current = args[-1] if args else None
+        else:
+            owner, current = None, None
+        index += 1
+    return tuple(clean), owner
 
 
 def problems_from_validation_error(
@@ -73,19 +102,25 @@ def problems_from_validation_error(
     """Turn pydantic's errors into Problems with full config key paths and allowed values."""
     problems: list[Problem] = []
     for item in error.errors():
-        loc = tuple(part for part in item["loc"] if not (isinstance(part, str) and "[" in part))
-        path = join_path(*prefix, *loc) or "(root)"
+        raw_loc = tuple(part for part in item["loc"] if not (isinstance(part, str) and "[" in part))
+        loc, owner = _walk(root, raw_loc)
         kind = item["type"]
         value = item.get("input")
+        ctx = item.get("ctx", {})
+        if kind in ("union_tag_invalid", "union_tag_not_found"):
+            loc = (*loc, DISCRIMINATOR)
+        path = join_path(*prefix, *loc) or "(root)"
         if kind == "extra_forbidden":
-            owner = _model_at(root, loc)
             allowed = f"; allowed keys: {', '.join(_allowed_keys(owner))}" if owner else ""
             message = f"unknown key{allowed}"
         elif kind == "missing":
             message = "is required"
         elif kind == "literal_error":
-            expected = item.get("ctx", {}).get("expected", "")
-            message = f"{value!r} is not allowed; allowed: {expected}"
+            message = f"{value!r} is not allowed; allowed: {ctx.get('expected', '')}"
+        elif kind == "union_tag_invalid":
+            message = f"{ctx.get('tag')!r} is not allowed; allowed: {ctx.get('expected_tags', '')}"
+        elif kind == "union_tag_not_found":
+            message = "is required (it decides which other keys this block takes)"
         elif kind == "value_error":
             message = str(item["msg"]).removeprefix("Value error, ")
         else:

@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog.names import CLUSTER_ACCESS_TYPE
-from components.cluster.config import ClusterConfig
+from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class ClusterAccess(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(args.kubeconfig)
         self.endpoint = pulumi.Output.from_input(args.endpoint if args.endpoint is not None else "(from kubeconfig)")
         self.cluster_id = pulumi.Output.from_input(args.cluster_id if args.cluster_id is not None else cluster.name)
-        context = cluster.bare_metal.context if cluster.bare_metal else None
+        context = cluster.context if isinstance(cluster, BareMetalClusterConfig) else None
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.gpu_operator_contract import contract_for
@@ -48,17 +49,6 @@ def _upgrade_policy(operator: GpuOperatorConfig) -> dict[str, Any]:
             "podSelector": policy.wait_for_completion.pod_selector,
         },
     }
-
-
-def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """Helm's merge rule: maps merge key by key, anything else replaces."""
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def build_values(
@@ -111,8 +101,8 @@ def build_values(
         disable_symlinks = plan.owner == "host"
     if disable_symlinks:
         values["validator"] = {"driver": {"env": [{"name": "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value": "true"}]}}
-    values = _deep_merge(values, dict(mig_values))
-    return _deep_merge(values, operator.extra_values)
+    values = deep_merge(values, dict(mig_values))
+    return deep_merge(values, operator.extra_values)
 
 
 def extra_values_problems(operator: GpuOperatorConfig) -> Iterator[Problem]:

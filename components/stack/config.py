@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from components.bare_metal.config import BareMetalConfig
 from components.base.config_model import ConfigModel, problems_from_validation_error
 from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
-from components.cluster.config import ClusterConfig
+from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
 from components.host_driver_removal.config import HostDriverRemovalConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
 from components.smoke_test.config import SmokeTestConfig
-from components.yandex.config import NodeGroupConfig, node_group_name_problem
+from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
 
 PROJECT = "gpu-platform"
 
@@ -57,6 +57,7 @@ class StackConfig(ConfigModel):
     environment: EnvironmentConfig
     cluster: ClusterConfig
     cuda: CudaConfig
+    node_group_defaults: NodeGroupDefaults | None = None
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
     bare_metal: BareMetalConfig | None = None
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
@@ -65,11 +66,24 @@ class StackConfig(ConfigModel):
     mig: MigSettings = MigSettings()
     smoke_test: SmokeTestConfig = SmokeTestConfig()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _inherit_node_group_defaults(cls, raw: Any) -> Any:
+        """Lay ``nodeGroupDefaults`` under every group, so stacks do not repeat location and taints per group."""
+        if not isinstance(raw, Mapping):
+            return raw
+        defaults = raw.get("nodeGroupDefaults", raw.get("node_group_defaults"))
+        groups = raw.get("nodeGroups", raw.get("node_groups"))
+        if not isinstance(defaults, Mapping) or not isinstance(groups, Mapping):
+            return raw
+        key = "nodeGroups" if "nodeGroups" in raw else "node_groups"
+        return {**raw, key: with_defaults(defaults, groups)}
+
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
         keys: set[str] = set()
-        if self.cluster.bare_metal is not None:
-            keys.add(self.cluster.bare_metal.kubeconfig_secret)
+        if isinstance(self.cluster, BareMetalClusterConfig):
+            keys.add(self.cluster.kubeconfig_secret)
         if self.kubeflow is not None and self.kubeflow.enabled:
             keys |= self.kubeflow.secret_keys()
         if self.bare_metal is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 
 from components.base.problems import Problem, StackConfigError
+from components.cluster.config import BareMetalClusterConfig
 from components.stack.config import PROJECT, StackConfig, parse_stack_config, top_level_keys
 
 
@@ -36,7 +37,9 @@ def read_secrets(stack: StackConfig) -> StackSecrets:
     bastion = bare_metal.ssh.bastion if bare_metal else None
     kubeflow_on = kubeflow is not None and kubeflow.enabled
     return StackSecrets(
-        kubeconfig=config.require_secret(cluster.bare_metal.kubeconfig_secret) if cluster.bare_metal else None,
+        kubeconfig=(
+            config.require_secret(cluster.kubeconfig_secret) if isinstance(cluster, BareMetalClusterConfig) else None
+        ),
         ssh_private_key=(
             config.require_secret(bare_metal.ssh.private_key_secret)
             if bare_metal and bare_metal.host_preparation.enabled

@@ -18,6 +18,7 @@ from components.bare_metal.node_labels import BareMetalNodeLabels, NodeLabelsArg
 from components.catalog.drivers import minimum_driver
 from components.catalog.names import MIG_FIELD_MANAGER
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
+from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.host_driver_removal.component import HostDriverRemoval, HostDriverRemovalArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
@@ -125,12 +126,11 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
 
 def _cluster_access(plan: Plan, secrets: StackSecrets) -> ClusterAccess:
     cluster = plan.config.cluster
-    if cluster.yandex is not None:
+    if isinstance(cluster, YandexClusterConfig):
         # Imported here, not at the top: only a Yandex stack loads the Yandex SDK (seconds of import).
         from components.yandex.cluster import find_cluster
 
-        yandex = cluster.yandex
-        found = find_cluster(cluster.name, yandex.cluster_id, yandex.folder_id, yandex.endpoint)
+        found = find_cluster(cluster.name, cluster.cluster_id, cluster.endpoint)
         args = ClusterAccessArgs(cluster, found.kubeconfig, cluster_id=found.cluster_id, endpoint=found.endpoint)
     elif secrets.kubeconfig is not None:
         args = ClusterAccessArgs(cluster, secrets.kubeconfig)

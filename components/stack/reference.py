@@ -93,6 +93,10 @@ def _model_doc(model: type[BaseModel]) -> str:
     return " ".join((model.__doc__ or "").split())
 
 
+def _table(model: type[BaseModel], prefix: str) -> list[str]:
+    return ["| key | type | default | notes |\n| --- | --- | --- | --- |", *_rows(model, prefix)]
+
+
 def render() -> str:
     """The whole reference as Markdown."""
     parts = [HEADER]
@@ -101,12 +105,16 @@ def render() -> str:
         models = _models(field.annotation)
         required = "required" if field.is_required() else "optional"
         parts.append(f"\n## `{PROJECT}:{key}` ({required})\n")
+        sub_prefix = f"{key}.<name>" if "map of" in _type_name(field.annotation) else key
+        if len(models) > 1:  # a discriminated block: one table per kind
+            for model in models:
+                tag = " \\| ".join(f"`{value}`" for value in typing.get_args(model.model_fields["kind"].annotation))
+                parts.append(f"\nWith `kind` {tag}: {_model_doc(model)}\n")
+                parts.extend(_table(model, sub_prefix))
+            continue
         if models:
             parts.append(_model_doc(models[0]) + "\n")
-        parts.append("| key | type | default | notes |\n| --- | --- | --- | --- |")
-        for model in models:
-            sub_prefix = f"{key}.<name>" if "map of" in _type_name(field.annotation) else key
-            parts.extend(_rows(model, sub_prefix))
+        parts.extend(_table(models[0], sub_prefix) if models else _table(BaseModel, sub_prefix))
     return "\n".join(parts) + "\n"
 
 

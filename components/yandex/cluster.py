@@ -67,9 +67,12 @@ class YandexCluster:
     kubeconfig: pulumi.Output[str]
 
 
-def find_cluster(name: str, cluster_id: str, folder_id: str | None, endpoint: str) -> YandexCluster:
-    """Look the cluster up in Yandex Cloud (an invoke: nothing is created); ``endpoint`` external or internal."""
-    found = yandex_sdk.get_kubernetes_cluster_output(cluster_id=cluster_id, folder_id=folder_id)
+def find_cluster(name: str, cluster_id: str, endpoint: str) -> YandexCluster:
+    """Look the cluster up in Yandex Cloud (an invoke: nothing is created); ``endpoint`` external or internal.
+
+    The folder is the provider's (``yandex:folderId``), the same folder the node groups are created in.
+    """
+    found = yandex_sdk.get_kubernetes_cluster_output(cluster_id=cluster_id)
     field = "external_v4_endpoint" if endpoint == "external" else "internal_v4_endpoint"
     api = found.masters.apply(lambda masters: _master_field(masters, field))
     ca = found.masters.apply(lambda masters: _master_field(masters, "cluster_ca_certificate"))

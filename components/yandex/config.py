@@ -9,12 +9,13 @@ cannot take the expensive nodes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Literal
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
 
 from components.base.config_model import ConfigModel, label_problems
+from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
 from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
@@ -264,3 +265,30 @@ def node_group_name_problem(name: str) -> str | None:
     if not _NAME.match(name):
         return f"node group name {name!r} must be 1-32 lowercase letters, digits or '-', starting with a letter"
     return None
+
+
+def _defaults_model() -> type[ConfigModel]:
+    """Every key of a node group, all optional: what ``nodeGroupDefaults`` accepts (derived, never restated)."""
+    fields: dict[str, Any] = {
+        name: (Optional[field.annotation], Field(default=None, description=field.description))  # noqa: UP045
+        for name, field in NodeGroupConfig.model_fields.items()
+    }
+    return create_model(
+        "NodeGroupDefaults",
+        __base__=ConfigModel,
+        __doc__="Keys every node group inherits; a group's own value wins (maps merge key by key, lists replace).",
+        **fields,
+    )
+
+
+if TYPE_CHECKING:
+    NodeGroupDefaults = ConfigModel
+else:
+    NodeGroupDefaults = _defaults_model()
+
+
+def with_defaults(defaults: Mapping[str, Any], groups: Mapping[str, Any]) -> dict[str, Any]:
+    """Raw ``nodeGroups`` with ``nodeGroupDefaults`` laid under each group (before validation)."""
+    return {
+        name: deep_merge(defaults, group) if isinstance(group, Mapping) else group for name, group in groups.items()
+    }

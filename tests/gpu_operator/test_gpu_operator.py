@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import yaml
@@ -32,8 +31,7 @@ def _run(**overrides: Any) -> ProgramRun:
 
 def _preinstalled_host_mode() -> dict[str, Any]:
     """dev, but every group keeps the image's driver and the hosts own it."""
-    config = _dev_config()
-    groups = copy.deepcopy(config["gpu-platform:nodeGroups"])
+    groups = stack_raw("dev")["nodeGroups"]
     for group in groups.values():
         group["gpuEnvironment"] = "runc_drivers_cuda"
     operator = {"driver": {"owner": "host"}, "hostDriver": {"version": "580.95.05"}, "toolkit": False}

@@ -22,9 +22,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
         return original(*args, **kwargs)
 
     for module in list(sys.modules.values()):
-        if (getattr(module, "__name__", "") or "").startswith(("components", "preview")):
-            if getattr(module, name, None) is original:
-                monkeypatch.setattr(module, name, wrapper)
+        ours = (getattr(module, "__name__", "") or "").startswith(("components", "preview"))
+        if ours and getattr(module, name, None) is original:
+            monkeypatch.setattr(module, name, wrapper)
     return calls
 
 
