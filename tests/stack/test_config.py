@@ -163,3 +163,64 @@ def test_node_group_kubernetes_version_format() -> None:
     assert refusal(set_path(stack_raw("dev"), f"{V100}.kubernetesVersion", "1.30.2")) == [
         f"{V100}.kubernetesVersion: '1.30.2' must be MAJOR.MINOR, e.g. 1.30"
     ]
+
+
+# ----------------------------------------------------------------------------------------------
+# The cluster block is discriminated by kind; nodeGroupDefaults are inherited by every group
+
+
+def test_cluster_keys_of_the_other_kind_are_refused_with_the_keys_this_kind_takes() -> None:
+    raw = set_path(stack_raw("dev"), "cluster.kubeconfigSecret", "kubeconfig")
+    (line,) = refusal(raw)
+    assert line == (
+        "cluster.kubeconfigSecret: unknown key; allowed keys: clusterId, endpoint, kind, kubernetesVersion, name"
+    )
+
+
+def test_the_old_nested_yandex_block_is_refused_by_name() -> None:
+    raw = set_path(stack_raw("dev"), "cluster.yandex", {"clusterId": "cat1", "folderId": "b1g"})
+    assert refusal(raw) == [
+        "cluster.yandex: unknown key; allowed keys: clusterId, endpoint, kind, kubernetesVersion, name"
+    ]
+
+
+def test_an_unknown_cluster_kind_names_the_kinds_allowed() -> None:
+    (line,) = refusal(set_path(stack_raw("dev"), "cluster.kind", "gke"))
+    assert line == "cluster.kind: 'gke' is not allowed; allowed: 'yandex', 'bare-metal'"
+
+
+def test_a_missing_required_key_of_a_kind_is_named_without_the_tag() -> None:
+    (line,) = refusal(delete_path(stack_raw("dev"), "cluster.clusterId"))
+    assert line == "cluster.clusterId: is required"
+
+
+def test_the_dev_file_with_defaults_plans_like_the_groups_written_out() -> None:
+    with_defaults = plan_raw(stack_raw("dev", expand_defaults=False))
+    written_out = plan_raw(stack_raw("dev"))
+    assert "nodeGroupDefaults" in stack_raw("dev", expand_defaults=False)
+    assert with_defaults.config.node_groups == written_out.config.node_groups
+    assert with_defaults.pools == written_out.pools
+
+
+def test_a_group_overrides_an_inherited_key_and_the_others_keep_the_default() -> None:
+    raw = stack_raw("dev", expand_defaults=False)
+    raw = set_path(raw, "nodeGroups.a100.location", {"subnetId": "e9bother"})
+    stack = parse_stack_config(raw)
+    assert stack.node_groups["a100"].location.subnet_id == "e9bother"
+    assert stack.node_groups["a100"].location.zone == "ru-central1-a", "maps merge key by key"
+    assert stack.node_groups["v100"].location.subnet_id == "e9bexampledevsubnet0"
+    assert stack.node_groups["v100"].taints == [
+        "nvidia.com/gpu=true:NoSchedule",
+        "gpu-platform.io/workload=notebooks:NoSchedule",
+    ], "lists replace the default"
+    assert stack.node_groups["a100"].taints == ["nvidia.com/gpu=true:NoSchedule"]
+
+
+def test_a_bad_default_is_refused_at_its_own_key() -> None:
+    raw = set_path(stack_raw("dev", expand_defaults=False), "nodeGroupDefaults.preemptible", "sometimes")
+    lines = refusal(raw)
+    assert any(line.startswith("nodeGroupDefaults.preemptible: ") for line in lines), lines
+    raw = set_path(stack_raw("dev", expand_defaults=False), "nodeGroupDefaults.zzUnknown", 1)
+    assert any(
+        line.startswith("nodeGroupDefaults.zzUnknown: unknown key; allowed keys: bootDisk") for line in refusal(raw)
+    )
