@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv tools preview preview-all test lint format bench clean kubeflow-manifests
+.PHONY: venv tools upstream preview preview-all test lint format bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
@@ -23,7 +23,10 @@ preview: venv  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, 
 preview-all: venv  ## the offline preview of every Pulumi.<stack>.yaml
 	$(PY) -m preview
 
-test: venv tools  ## the whole test suite, offline
+upstream: venv  ## the pinned upstream artifacts into .upstream/ (from upstream, or UPSTREAM_MIRROR=<dir>), digests checked
+	$(PY) -m tools.fetch_upstream $(if $(UPSTREAM_MIRROR),--mirror $(UPSTREAM_MIRROR))
+
+test: venv tools upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
 	$(PY) -m pytest
 
 lint: venv  ## ruff, mypy and the layering contract (import-linter, pyproject.toml)
@@ -41,9 +44,5 @@ bench: venv  ## benchmarks that print figures
 	$(PY) -m benchmarks.bench_mig_planner
 	$(PY) -m benchmarks.bench_policies
 
-clean:
+clean:  ## build outputs and caches; keeps .venv, .tools and the upstream artifacts in .upstream
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
-
-KUBEFLOW_TAG ?= v1.10.2
-kubeflow-manifests:  ## clone kubeflow/manifests at the pinned tag into build/kubeflow-manifests (needs network)
-	test -d build/kubeflow-manifests || git clone --depth 1 --branch $(KUBEFLOW_TAG) https://github.com/kubeflow/manifests.git build/kubeflow-manifests

@@ -1,0 +1,1 @@
+"""Developer tools of the project (run with ``python -m tools.<name>``)."""
