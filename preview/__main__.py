@@ -1,6 +1,7 @@
 """``python -m preview [STACK ...]``: the offline preview of one or more stacks.
 
-Exit codes: 0 preview written and no mandatory policy violated; 1 another failure; 2 invalid stack
+Exit codes: 0 preview written and no mandatory policy violated; 1 a bug (one line, the traceback in
+``<out>/<stack>.error.log``); 2 invalid stack file or stack
 config (nothing is written) or invalid ``policies/config/<stack>.json``; 3 the preview was written
 but a mandatory CrossGuard policy is violated (see ``build/preview/<stack>/policy-report.json``).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections import Counter
 from pathlib import Path
 
@@ -17,15 +19,18 @@ from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
 from preview.replacements import planned_replacements
 from preview.runner import REPO_ROOT, run_program
-from preview.stack_file import available_stacks
+from preview.stack_file import StackFileError, available_stacks
+
+EXIT_BUG = 1
 
 
 def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = REPO_ROOT) -> int:
     """Preview one stack; returns the exit code."""
     try:
         run = run_program(stack, root)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, StackFileError) as error:
         print(f"error: {error}", file=sys.stderr)
+        print("nothing was created and no preview was written", file=sys.stderr)
         return 2
     if run.config_error is not None:
         print(f"error: stack {stack}: {run.config_error}", file=sys.stderr)
@@ -69,8 +74,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     stacks = args.stacks or available_stacks(args.root)
-    codes = [preview_stack(stack, args.out, args.quiet, args.root) for stack in stacks]
+    codes = [_guarded(stack, args.out, args.quiet, args.root) for stack in stacks]
     return max(codes, default=0)
+
+
+def _guarded(stack: str, out_root: Path, quiet: bool, root: Path) -> int:
+    """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1)."""
+    try:
+        return preview_stack(stack, out_root, quiet, root)
+    except Exception as error:  # a bug in the program or the preview, never a config problem
+        log = out_root / f"{stack}.error.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc())
+        print(
+            f"error: stack {stack}: internal error ({type(error).__name__}: {error}); details in {log}", file=sys.stderr
+        )
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ Files (all deterministic: sorted keys, no timestamps, secrets masked):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -113,13 +115,34 @@ def kustomize_files(run: ProgramRun) -> dict[str, str]:
 
 
 def write_files(files: dict[str, str], out_dir: Path) -> None:
-    """Replace ``out_dir`` with exactly ``files`` (stale files from earlier runs must not linger)."""
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
+    """Replace ``out_dir`` with exactly ``files`` (stale files from earlier runs must not linger).
+
+    The files are written to a fresh folder beside ``out_dir`` and swapped in by renames, so two
+    previews of the same stack at once never see (or leave) a half-written or half-deleted folder:
+    each run's folder appears whole, and the last one to finish wins.
+    """
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     for relative, text in files.items():
-        target = out_dir / relative
+        target = staging / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+    for _ in range(_SWAP_ATTEMPTS):
+        retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
+        with contextlib.suppress(FileNotFoundError):  # no earlier preview, or another run is mid-swap
+            out_dir.rename(retired / out_dir.name)
+        try:
+            staging.rename(out_dir)
+        except OSError:  # another run put its folder in place between our two renames: retire it too
+            continue
+        finally:
+            shutil.rmtree(retired, ignore_errors=True)
+        return
+    shutil.rmtree(staging, ignore_errors=True)
+    raise OSError(f"could not move the preview into {out_dir}: other previews of this stack keep replacing it")
+
+
+_SWAP_ATTEMPTS = 20
 
 
 def resource_tree(registrations: Iterable[Registration]) -> str:

@@ -26,12 +26,15 @@ MIN_KUBERNETES = (1, 28)
 MAX_KUBERNETES = (1, 37)
 
 _MINOR = re.compile(r"^1\.(\d+)$")
+#: Cluster names prefix cloud names (node groups: 63 characters with the group and a digest), so a DNS label.
+MAX_NAME = 40
+_NAME = re.compile(rf"^[a-z]([-a-z0-9]{{0,{MAX_NAME - 2}}}[a-z0-9])?\Z")
 
 
 class _ClusterBase(ConfigModel):
     """What every kind of cluster declares."""
 
-    name: str = Field(min_length=1, description="a short name for outputs and resource names")
+    name: str = Field(description="a short name for outputs and resource names (a lowercase DNS label)")
     kubernetes_version: str
 
     @property
@@ -41,7 +44,13 @@ class _ClusterBase(ConfigModel):
         return (1, int(match.group(1))) if match else (0, 0)
 
     def problems(self, path: str) -> Iterator[Problem]:
-        """The Kubernetes version is MAJOR.MINOR and supported."""
+        """The name is a DNS label; the Kubernetes version is MAJOR.MINOR and supported."""
+        if not _NAME.match(self.name):
+            yield Problem(
+                join_path(path, "name"),
+                f"{self.name!r} must be 1-{MAX_NAME} lowercase letters, digits or '-', starting with a letter and "
+                "not ending with '-' (it prefixes cloud and Kubernetes names)",
+            )
         version_key = join_path(path, "kubernetesVersion")
         if not _MINOR.match(self.kubernetes_version):
             yield Problem(version_key, f"{self.kubernetes_version!r} must be MAJOR.MINOR, e.g. 1.30")

@@ -42,9 +42,20 @@ def replacement_key(group: NodeGroupConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
+#: Yandex resource names: ``[a-z]([-a-z0-9]{0,61}[a-z0-9])?`` (Yandex Cloud API, resource naming rules).
+MAX_CLOUD_NAME = 63
+
+
 def cloud_name(cluster_name: str, group_name: str, group: NodeGroupConfig) -> str:
-    """The node group's name in Yandex Cloud: stable until a replace-triggering field changes."""
-    return f"{cluster_name}-{group_name}-{replacement_key(group)}"[:63]
+    """The node group's name in Yandex Cloud: stable until a replace-triggering field changes.
+
+    ``<cluster>-<group>-<digest>``, at most 63 characters. When that is too long the cluster part is
+    shortened, never the digest: a cut digest would give the replacement the old group's name, and
+    create-before-delete would collide in Yandex.
+    """
+    suffix = f"-{group_name}-{replacement_key(group)}"
+    prefix = cluster_name[: MAX_CLOUD_NAME - len(suffix)].rstrip("-")
+    return f"{prefix}{suffix}"
 
 
 def node_labels(group_name: str, group: NodeGroupConfig) -> dict[str, str]:

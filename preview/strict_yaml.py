@@ -1,0 +1,163 @@
+"""A YAML reader for stack files that refuses what the Pulumi CLI refuses or cannot mean.
+
+PyYAML's ``safe_load`` silently keeps the last of two duplicate keys, turns ``2024-01-01`` into a
+date and ``!!binary``/``!!set`` into non-JSON types, and expands aliases without bound (an alias bomb
+runs for minutes and takes gigabytes). Stack config is JSON-shaped and the CLI refuses duplicate
+keys, so this reader allows exactly that: mappings with string keys, sequences, strings, numbers,
+booleans and null, bounded in depth and in the size aliases expand to. Every refusal carries the
+line and column of the offending node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+MAX_DEPTH = 64  #: nesting levels a stack file may use (the deepest real key path is under 10)
+MAX_EXPANDED_NODES = 200_000  #: nodes the document may expand to once aliases are followed
+MAX_ALIASES = 100
+
+_NOT_JSON = {
+    "tag:yaml.org,2002:timestamp": "a YAML date or timestamp",
+    "tag:yaml.org,2002:binary": "!!binary data",
+    "tag:yaml.org,2002:set": "a !!set",
+    "tag:yaml.org,2002:omap": "an !!omap",
+    "tag:yaml.org,2002:pairs": "!!pairs",
+}
+
+
+class StrictYamlError(ValueError):
+    """The text is not a stack file this reader accepts; ``line`` and ``column`` are 1-based (0: unknown)."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+def _where(node: Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader with duplicate keys, non-string keys and non-JSON types refused."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+                line, column = _where(key_node)
+                raise StrictYamlError("a mapping key must be a string (quote it)", line, column)
+            key = key_node.value
+            if key in seen:
+                line, column = _where(key_node)
+                raise StrictYamlError(
+                    f"duplicate key {key!r} (first at line {seen[key]}); YAML keeps only one of them and the "
+                    "Pulumi CLI refuses the file",
+                    line,
+                    column,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_not_json(loader: yaml.SafeLoader, node: Node) -> Any:
+    line, column = _where(node)
+    what = _NOT_JSON.get(node.tag, node.tag)
+    raise StrictYamlError(f"{what} is not a config value (config is JSON-shaped); quote it as a string", line, column)
+
+
+for _tag in _NOT_JSON:
+    _StrictLoader.add_constructor(_tag, _refuse_not_json)
+
+
+def _check_shape(root: Node) -> None:
+    """Depth and expanded size, following aliases (which share nodes) without expanding them."""
+    sizes: dict[int, int] = {}
+    aliases = 0
+
+    def size(node: Node, depth: int) -> int:
+        nonlocal aliases
+        if depth > MAX_DEPTH:
+            line, column = _where(node)
+            raise StrictYamlError(f"nested deeper than {MAX_DEPTH} levels", line, column)
+        known = sizes.get(id(node))
+        if known is not None:
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                line, column = _where(node)
+                raise StrictYamlError(f"more than {MAX_ALIASES} alias uses", line, column)
+            return known
+        total = 1
+        if isinstance(node, SequenceNode):
+            total += sum(size(child, depth + 1) for child in node.value)
+        elif isinstance(node, MappingNode):
+            total += sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
+        if total > MAX_EXPANDED_NODES:
+            line, column = _where(node)
+            raise StrictYamlError(f"expands to more than {MAX_EXPANDED_NODES} values (an alias bomb?)", line, column)
+        sizes[id(node)] = total
+        return total
+
+    size(root, 0)
+
+
+def _reader_message(text: str, error: yaml.YAMLError) -> str:
+    character = getattr(error, "character", None)
+    if isinstance(character, int):
+        return f"character {character:#06x} is not allowed in a stack file"
+    return str(error).splitlines()[0] if str(error) else "unreadable YAML"
+
+
+def _reader_position(text: str, error: yaml.YAMLError) -> tuple[int, int]:
+    position = getattr(error, "position", None)
+    if not isinstance(position, int):
+        return 0, 0
+    before = text[:position]
+    return before.count("\n") + 1, position - (before.rfind("\n") + 1) + 1
+
+
+def _check_depth(text: str) -> None:
+    """Refuse deep nesting from the event stream, before PyYAML's recursive composer can overflow."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+                raise StrictYamlError(f"nested deeper than {MAX_DEPTH} levels", line, column)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def load(text: str) -> Any:
+    """The one document of ``text`` as plain JSON-shaped data; ``StrictYamlError`` otherwise."""
+    try:
+        loader = _StrictLoader(text)
+    except yaml.YAMLError as error:  # ReaderError: a NUL byte or another unprintable character
+        raise StrictYamlError(_reader_message(text, error), *_reader_position(text, error)) from None
+    try:
+        _check_depth(text)
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_shape(root)
+        return loader.construct_document(root)
+    except StrictYamlError:
+        raise
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        problem = " ".join(part for part in (error.context, error.problem) if part) or str(error)
+        if mark is None:
+            raise StrictYamlError(problem) from None
+        raise StrictYamlError(problem, mark.line + 1, mark.column + 1) from None
+    except yaml.YAMLError as error:
+        raise StrictYamlError(_reader_message(text, error), *_reader_position(text, error)) from None
+    except RecursionError:
+        raise StrictYamlError(f"nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()
