@@ -52,7 +52,7 @@ def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = 
         print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
         print(resource_tree(run.registrations))
         for notice in run.notices:
-            print(f"notice: {notice}")
+            print(notice if notice.startswith("warning: ") else f"notice: {notice}")
         for line in replacements:
             print(line)
         counts = Counter(r.type for r in run.registrations if r.custom)

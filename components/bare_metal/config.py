@@ -7,6 +7,7 @@ the version every host must report. SSH keys are secret config keys, never inlin
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterator
 from typing import Literal
@@ -16,7 +17,14 @@ from pydantic import Field
 from components.base.config_model import ConfigModel, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.gpus import GPU_MODELS
-from components.catalog.kubernetes import TaintFormatError, parse_taint
+from components.catalog.kernel_args import kernel_arg_problem
+from components.catalog.kubernetes import (
+    TaintFormatError,
+    dns_subdomain_problem,
+    label_value_problem,
+    parse_taint,
+    user_name_problem,
+)
 from components.mig.config import MigConfig
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -63,6 +71,9 @@ class HostPreparationConfig(ConfigModel):
     set_as_default_runtime: bool = True
     enable_cdi: bool = False
     nvswitch: Literal["auto", "true", "false"] = "auto"
+    extra_kernel_arg_names: list[str] = Field(
+        default_factory=list, description="kernel argument names to accept beyond the built-in allowlist"
+    )
 
 
 class BareMetalNode(ConfigModel):
@@ -74,7 +85,13 @@ class BareMetalNode(ConfigModel):
     gpus: int = Field(ge=1, le=16)
     pool: str = "bare-metal"
     labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[str] = Field(default_factory=list, description="taints the node already carries (for tolerations)")
+    taints: list[str] = Field(
+        default_factory=list,
+        description="taints the node carries (kubelet --register-with-taints); a GPU node needs a NoSchedule one",
+    )
+    allow_untainted: bool = Field(
+        default=False, description="accept a GPU node without a NoSchedule taint (any pod may then land on it)"
+    )
     nvswitch: Literal["auto", "true", "false"] | None = None
     mig: MigConfig | None = None
 
@@ -94,8 +111,10 @@ class BareMetalConfig(ConfigModel):
         return keys
 
     def problems(self, path: str) -> Iterator[Problem]:
-        """Node names, models, labels, taints and kernel arguments."""
+        """Node names, addresses, pools, models, labels, taints, SSH users and kernel arguments."""
+        yield from self._ssh_problems(join_path(path, "ssh"))
         seen: set[str] = set()
+        addresses: dict[str, int] = {}
         for index, node in enumerate(self.nodes):
             node_path = join_path(path, "nodes", index)
             if not _NODE_NAME.match(node.name) or len(node.name) > 253:
@@ -103,23 +122,36 @@ class BareMetalConfig(ConfigModel):
             if node.name in seen:
                 yield Problem(join_path(node_path, "name"), f"node {node.name!r} is listed twice")
             seen.add(node.name)
+            if node.address in addresses:
+                yield Problem(
+                    join_path(node_path, "address"),
+                    f"{node.address} is also the address of bareMetal.nodes[{addresses[node.address]}]: "
+                    "host preparation would run twice on one host",
+                )
+            addresses.setdefault(node.address, index)
+            address_problem = host_problem(node.address)
+            if address_problem:
+                yield Problem(join_path(node_path, "address"), address_problem)
+            pool_problem = label_value_problem(node.pool) if node.pool else "must not be empty"
+            if pool_problem:
+                yield Problem(join_path(node_path, "pool"), f"{pool_problem} (it becomes a node label value)")
+            yield from _taint_problems(node, node_path)
             if node.gpu_model not in GPU_MODELS:
                 allowed = ", ".join(GPU_MODELS)
                 yield Problem(
                     join_path(node_path, "gpuModel"), f"{node.gpu_model!r} is not a known GPU model; allowed: {allowed}"
                 )
             yield from label_problems(node.labels, join_path(node_path, "labels"))
-            for taint_index, text in enumerate(node.taints):
-                try:
-                    parse_taint(text)
-                except TaintFormatError as error:
-                    yield Problem(join_path(node_path, "taints", taint_index), str(error))
         prep = self.host_preparation
+        extra = frozenset(prep.extra_kernel_arg_names)
         for index, argument in enumerate(prep.kernel_args):
+            problem = kernel_arg_problem(argument, extra)
             if not _KERNEL_ARG.match(argument):
                 yield Problem(
                     join_path(path, "hostPreparation", "kernelArgs", index), f"{argument!r} is not name or name=value"
                 )
+            elif problem:
+                yield Problem(join_path(path, "hostPreparation", "kernelArgs", index), problem)
             elif (
                 argument.startswith("module.sig_enforce=")
                 and argument != "module.sig_enforce=1"
@@ -130,3 +162,44 @@ class BareMetalConfig(ConfigModel):
                     f"{argument} lets the kernel load unsigned modules; set hostPreparation.allowUnsignedModules: true "
                     "to accept that, or sign the NVIDIA modules (enroll the key with mokutil)",
                 )
+
+    def _ssh_problems(self, path: str) -> Iterator[Problem]:
+        users = [("user", self.ssh.user)]
+        if self.ssh.bastion is not None:
+            users.append(("bastion.user", self.ssh.bastion.user))
+            problem = host_problem(self.ssh.bastion.host)
+            if problem:
+                yield Problem(join_path(path, "bastion", "host"), problem)
+        for key, user in users:
+            problem = user_name_problem(user)
+            if problem:
+                yield Problem(join_path(path, key), f"{problem} (it is part of the SSH command)")
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is neither an IP address nor a DNS name SSH can reach, or None."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return dns_subdomain_problem(host.lower())
+    return None
+
+
+def _taint_problems(node: BareMetalNode, node_path: str) -> Iterator[Problem]:
+    parsed = []
+    for taint_index, text in enumerate(node.taints):
+        try:
+            parsed.append(parse_taint(text))
+        except TaintFormatError as error:
+            yield Problem(join_path(node_path, "taints", taint_index), str(error))
+    if (
+        len(parsed) == len(node.taints)
+        and not node.allow_untainted
+        and not any(t.effect == "NoSchedule" for t in parsed)
+    ):
+        yield Problem(
+            join_path(node_path, "taints"),
+            "a GPU node needs a NoSchedule taint so that pods without a toleration cannot take it: register the node "
+            "with one (kubelet --register-with-taints=nvidia.com/gpu=true:NoSchedule, or kubectl taint) and declare "
+            "it here, or set allowUntainted: true to accept any pod on it",
+        )

@@ -27,6 +27,12 @@ def notice(message: str) -> None:
     pulumi.log.info(message)
 
 
+def warning(message: str) -> None:
+    """Tell the person running the program that a legal but risky setting is in effect, and why."""
+    _NOTICES.append(f"warning: {message}")
+    pulumi.log.warn(message)
+
+
 def drain_notices() -> list[str]:
     """The notices since the last call, oldest first."""
     notices = list(_NOTICES)

@@ -1,13 +1,19 @@
-"""Kubernetes naming rules, taints and tolerations, as pure functions.
+"""Kubernetes naming rules, quantities, taints and tolerations, as pure functions.
 
-Shared by config validation (refuse a malformed taint before the cloud does), the components
-(derive tolerations from taints) and the policy pack (check that operator daemonsets tolerate the
-GPU nodes' taints). Rules: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/
-and https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/.
+Shared by config validation (refuse a malformed value before the API server does), the components
+(derive tolerations from taints) and the policy pack. The rules follow k8s.io/apimachinery:
+``pkg/util/validation/validation.go`` (IsDNS1123Label, IsDNS1123Subdomain, IsQualifiedName,
+IsValidLabelValue, IsValidIP), ``pkg/api/resource/quantity.go`` (ParseQuantity),
+``pkg/util/intstr`` with ``GetScaledValueFromIntOrPercent`` (maxUnavailable), and
+k8s.io/kubernetes ``pkg/apis/scheduling/validation`` (PriorityClass names), plus
+https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ (reserved prefixes) and
+https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/.
+Every pattern matches the whole string (``\\Z``, never ``$``, which also accepts a final newline).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -15,14 +21,26 @@ from typing import Any
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+# resource.Quantity: <signedNumber><suffix>, suffix binary (Ki..Ei), decimal (n u m k M G T P E) or exponent.
+_QUANTITY = re.compile(r"\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?\Z")
+_PERCENT = re.compile(r"([0-9]+)%\Z")
+_EMAIL = re.compile(
+    r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)+\Z"
+)
+#: Label and annotation prefixes Kubernetes reserves for its own components.
+RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+#: PriorityClass names Kubernetes creates; other names may not start with "system-".
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 
 def label_key_problem(key: str) -> str | None:
     """Why ``key`` is not a valid Kubernetes label/taint key, or None."""
     prefix, _, name = key.rpartition("/")
+    if not key or any(c.isspace() for c in key):
+        return f"key {key!r} must not be empty or contain whitespace"
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
         return f"key {key!r}: prefix {prefix!r} must be a DNS subdomain (lowercase, dots, at most 253 chars)"
     if not name or len(name) > 63 or not _NAME.match(name):
@@ -47,6 +65,79 @@ def dns_label_problem(name: str) -> str | None:
     """Why ``name`` is not a DNS-1123 label (namespace and most object names), or None."""
     if len(name) > 63 or not _DNS_LABEL.match(name):
         return f"{name!r} must be 1-63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+    return None
+
+
+def dns_subdomain_problem(name: str) -> str | None:
+    """Why ``name`` is not a DNS-1123 subdomain (most object names, PriorityClass names), or None."""
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        return f"{name!r} must be a DNS subdomain: lowercase letters, digits, '-' and '.', at most 253 characters"
+    return None
+
+
+def reserved_label_key_problem(key: str, owned: Iterable[str] = ()) -> str | None:
+    """Why a user may not set the label ``key``: a prefix Kubernetes reserves, or a key the platform owns."""
+    prefix = key.rpartition("/")[0]
+    if any(prefix == domain or prefix.endswith(f".{domain}") for domain in RESERVED_LABEL_DOMAINS):
+        return f"key {key!r}: the {prefix}/ prefix is reserved for Kubernetes components"
+    if key in set(owned):
+        return f"key {key!r} is set by gpu-platform itself; a user label would override it"
+    return None
+
+
+def quantity_problem(value: str) -> str | None:
+    """Why ``value`` is not a non-negative Kubernetes quantity (``4``, ``500m``, ``16Gi``), or None."""
+    if not isinstance(value, str) or not _QUANTITY.match(value):
+        return (
+            f"{value!r} is not a Kubernetes quantity: a non-negative number with an optional suffix "
+            "(Ki, Mi, Gi, Ti, Pi, Ei, m, k, M, G, T, P, E), e.g. 8, 500m, 16Gi"
+        )
+    return None
+
+
+def int_or_percent_problem(value: object, *, allow_zero: bool = True) -> str | None:
+    """Why ``value`` is not a maxUnavailable-style count: an int >= 0 or ``"0%"``..``"100%"``, or None."""
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool):
+        return f"{value!r} must be a number of nodes (an integer >= {low}) or a percentage such as 25%"
+    if isinstance(value, int):
+        return None if value >= low else f"{value} must be at least {low} (or a percentage such as 25%)"
+    match = _PERCENT.match(value) if isinstance(value, str) else None
+    if match is None:
+        return f"{value!r} must be a number of nodes (an integer >= {low}) or a percentage such as 25%"
+    if not low <= int(match.group(1)) <= 100:
+        return f"{value!r} must be a percentage from {low}% to 100%"
+    return None
+
+
+def priority_class_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a PriorityClass name, or None."""
+    problem = dns_subdomain_problem(name)
+    if problem:
+        return problem
+    if name.startswith("system-") and name not in SYSTEM_PRIORITY_CLASSES:
+        return f"{name!r}: names starting with 'system-' are reserved; allowed: {', '.join(SYSTEM_PRIORITY_CLASSES)}"
+    return None
+
+
+def hostname_problem(host: str) -> str | None:
+    """Why ``host`` cannot be an Ingress host: a DNS subdomain with a dot, optionally ``*.``-prefixed, not an IP."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return f"{host!r} is an IP address; an Ingress host must be a DNS name (networking.k8s.io/v1 IngressRule)"
+    name = host.removeprefix("*.")
+    if dns_subdomain_problem(name) or "." not in name:
+        return f"{host!r} must be a fully qualified DNS name in lowercase, e.g. kubeflow.example.com"
+    return None
+
+
+def email_problem(address: str) -> str | None:
+    """Why ``address`` is not an email address (user@domain.tld), or None."""
+    if not _EMAIL.match(address):
+        return f"{address!r} is not an email address (user@example.com)"
     return None
 
 
@@ -106,3 +197,15 @@ def tolerations_for(taints: Iterable[Taint]) -> list[dict[str, str]]:
     """One toleration per distinct taint, in a stable order."""
     unique = sorted(set(taints), key=lambda t: (t.key, t.value, t.effect))
     return [taint.toleration() for taint in unique]
+
+
+#: POSIX portable user names (useradd's default NAME_REGEX on Debian/RHEL: lowercase, digit, '_', '-';
+#: at most 32 characters); no shell metacharacter can pass, since the name reaches an SSH command line.
+_USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}\Z")
+
+
+def user_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a safe login name (useradd's NAME_REGEX), or None."""
+    if not _USER_NAME.match(name):
+        return f"{name!r} must be a login name: lowercase letters, digits, '_' or '-', starting with a letter or '_'"
+    return None

@@ -38,6 +38,8 @@ class Plan:
     mig: MigPlanResult
     operator: OperatorPlan | None  # None: the operator is off, or there are no GPU pools
     smoke_targets: tuple[SmokeTarget, ...]
+    #: Settings that are legal but risky, each with why; the program prints each once.
+    warnings: tuple[str, ...] = ()
 
     def pool(self, name: str) -> GpuPool:
         """The pool called ``name`` (a node group name or a bare-metal node name)."""
@@ -83,4 +85,13 @@ def plan_stack(stack: StackConfig) -> Plan:
     if stack.smoke_test.enabled and operator is not None:
         resources = {pool.name: mig.resources_per_node(pool) for pool in pools}
         targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools))
-    return Plan(config=stack, pools=pools, mig=mig, operator=operator, smoke_targets=targets)
+    return Plan(config=stack, pools=pools, mig=mig, operator=operator, smoke_targets=targets, warnings=_warnings(stack))
+
+
+def _warnings(stack: StackConfig) -> tuple[str, ...]:
+    nodes = stack.bare_metal.nodes if stack.bare_metal else []
+    return tuple(
+        f"bareMetal.nodes[{index}].allowUntainted: {node.name} has no NoSchedule taint, so any pod may take its GPUs"
+        for index, node in enumerate(nodes)
+        if node.allow_untainted and not any(text.endswith(":NoSchedule") for text in node.taints)
+    )

@@ -15,6 +15,7 @@ import pulumi
 
 from components.bare_metal.host_preparation import HostPreparation, HostPreparationArgs
 from components.bare_metal.node_labels import BareMetalNodeLabels, NodeLabelsArgs, bare_metal_labels
+from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
 from components.catalog.names import MIG_FIELD_MANAGER
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
@@ -49,6 +50,8 @@ class Platform:
 def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
     """Register every resource the plan declares."""
     stack = plan.config
+    for message in plan.warnings:
+        warning(message)
     platform = Platform(plan=plan, access=_cluster_access(plan, secrets))
     provider = platform.access.provider
     operator_prerequisites: list[pulumi.Resource] = []
