@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from components.base.problems import Problem, join_path
-from components.catalog.kubernetes import label_key_problem, label_value_problem
+from components.catalog.kubernetes import label_key_problem, label_value_problem, reserved_label_key_problem
+from components.catalog.names import OWNED_NODE_LABELS
 
 #: The key that tells the members of a discriminated config block apart (``cluster.kind``).
 DISCRIMINATOR = "kind"
@@ -130,8 +131,9 @@ def problems_from_validation_error(
 
 
 def label_problems(labels: dict[str, str], path: str) -> Iterator[Problem]:
-    """Problems of every key and value of a label map."""
+    """Problems of every key and value of a user's node label map (reserved and platform-owned keys refused)."""
     for key, value in labels.items():
-        for problem in (label_key_problem(key), label_value_problem(value)):
-            if problem:
-                yield Problem(join_path(path, key), problem)
+        problem = label_key_problem(key) or reserved_label_key_problem(key, OWNED_NODE_LABELS)
+        for found in (problem, label_value_problem(value)):
+            if found:
+                yield Problem(join_path(path, key), found)

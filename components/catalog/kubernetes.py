@@ -209,3 +209,21 @@ def user_name_problem(name: str) -> str | None:
     if not _USER_NAME.match(name):
         return f"{name!r} must be a login name: lowercase letters, digits, '_' or '-', starting with a letter or '_'"
     return None
+
+
+#: The largest cluster Kubernetes supports: 5,000 nodes (kubernetes.io/docs/setup/best-practices/cluster-large/).
+MAX_CLUSTER_NODES = 5000
+#: kubelet may be up to three minor versions older than kube-apiserver, never newer
+#: (kubernetes.io/releases/version-skew-policy/, since Kubernetes 1.28).
+KUBELET_MAX_SKEW = 3
+
+
+def duplicate_taint_problems(taints: Iterable[Taint]) -> list[str]:
+    """Taints that repeat another's key and effect (Kubernetes keeps one taint per key and effect)."""
+    seen: set[tuple[str, str]] = set()
+    problems = []
+    for taint in taints:
+        if (taint.key, taint.effect) in seen:
+            problems.append(f"taint {taint} repeats key {taint.key!r} with effect {taint.effect}; keep one")
+        seen.add((taint.key, taint.effect))
+    return problems

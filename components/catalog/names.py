@@ -38,6 +38,15 @@ GPU_MODELS_ANNOTATION: Final = f"{PREFIX}gpu-models"
 MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
 MIG_ALL_DISABLED: Final = "all-disabled"
 
+#: Node labels the program sets itself; a user label with one of these keys would override the platform's.
+OWNED_NODE_LABELS: Final = (
+    GPU_NODE_LABEL,
+    NODE_GROUP_LABEL,
+    GPU_MODEL_LABEL,
+    HOST_DRIVER_REMOVAL_LABEL,
+    MIG_CONFIG_LABEL,
+)
+
 # Pod Security Admission labels of a namespace whose pods need host access (GPU Operator operands).
 PSA_PRIVILEGED: Final = {
     "pod-security.kubernetes.io/enforce": "privileged",

@@ -19,7 +19,13 @@ from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
 from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
-from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
+from components.catalog.kubernetes import (
+    MAX_CLUSTER_NODES,
+    Taint,
+    TaintFormatError,
+    duplicate_taint_problems,
+    parse_taint,
+)
 from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
 from components.mig.config import MigConfig
 
@@ -27,9 +33,12 @@ GpuEnvironment = Literal["runc", "runc_drivers_cuda"]
 DiskType = Literal["network-hdd", "network-ssd", "network-ssd-nonreplicated", "network-ssd-io-m3"]
 WeekDay = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
-_TIME = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
-_DURATION = re.compile(r"^\d+h(\d+m)?$|^\d+m$")
-_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
+_TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d\Z")
+_DURATION = re.compile(r"(\d+h(\d+m)?|\d+m)\Z")
+#: Yandex's node-group maintenance window duration: 1h to 24h (Managed Service for Kubernetes API,
+#: MaintenanceWindow.duration).
+MIN_WINDOW_MINUTES, MAX_WINDOW_MINUTES = 60, 24 * 60
+_NAME = re.compile(r"[a-z]([-a-z0-9]{0,30}[a-z0-9])?\Z")
 
 
 class Resources(ConfigModel):
@@ -52,7 +61,7 @@ class AutoScale(ConfigModel):
     """Cluster-autoscaler bounds; an autoscaled Yandex group lives in exactly one zone."""
 
     min: int = Field(ge=0)
-    max: int = Field(gt=0)
+    max: int = Field(gt=0, le=MAX_CLUSTER_NODES, description="at most 5,000 (the largest cluster Kubernetes supports)")
     initial: int = Field(ge=0)
 
     @model_validator(mode="after")
@@ -65,7 +74,7 @@ class AutoScale(ConfigModel):
 class FixedScale(ConfigModel):
     """A fixed number of nodes."""
 
-    size: int = Field(gt=0)
+    size: int = Field(gt=0, le=MAX_CLUSTER_NODES)
 
 
 class Scale(ConfigModel):
@@ -106,7 +115,17 @@ class MaintenanceWindow(ConfigModel):
             raise ValueError(f"startTime {self.start_time!r} must be HH:MM (UTC)")
         if not _DURATION.match(self.duration):
             raise ValueError(f"duration {self.duration!r} must look like 3h, 90m or 1h30m")
+        if not MIN_WINDOW_MINUTES <= self.minutes <= MAX_WINDOW_MINUTES:
+            raise ValueError(f"duration {self.duration!r} must be from 1h to 24h (Yandex maintenance windows)")
         return self
+
+    @property
+    def minutes(self) -> int:
+        """The duration in minutes."""
+        hours, _, rest = self.duration.partition("h")
+        if not rest and not self.duration.endswith("h"):
+            return int(hours.removesuffix("m"))
+        return int(hours) * 60 + int(rest.removesuffix("m") or 0)
 
 
 class Maintenance(ConfigModel):
@@ -119,6 +138,16 @@ class Maintenance(ConfigModel):
     auto_upgrade: bool = False
     auto_repair: bool = True
     windows: list[MaintenanceWindow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_window_a_day(self) -> Maintenance:
+        days = [window.day or "daily" for window in self.windows]
+        if "daily" in days and len(days) > 1:
+            raise ValueError("a daily window (no day) cannot be combined with other windows")
+        repeated = sorted({day for day in days if days.count(day) > 1})
+        if repeated:
+            raise ValueError(f"one window per day; {', '.join(repeated)} has more than one")
+        return self
 
 
 class DeployPolicy(ConfigModel):
@@ -248,6 +277,8 @@ class NodeGroupConfig(ConfigModel):
                 parsed.append(parse_taint(text))
             except TaintFormatError as error:
                 yield Problem(join_path(path, "taints", index), str(error))
+        for problem in duplicate_taint_problems(parsed):
+            yield Problem(join_path(path, "taints"), problem)
         if (
             self.resources.gpus > 0
             and len(parsed) == len(self.taints)
