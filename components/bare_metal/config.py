@@ -28,6 +28,7 @@ from components.catalog.kubernetes import (
 from components.mig.config import MigConfig
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_ABSOLUTE_PATH = re.compile(r"/[^\s'\"]{0,4095}\Z")
 _KERNEL_ARG = re.compile(r"^[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:/@+-]*)?$")
 
 
@@ -143,6 +144,11 @@ class BareMetalConfig(ConfigModel):
                 )
             yield from label_problems(node.labels, join_path(node_path, "labels"))
         prep = self.host_preparation
+        if not _ABSOLUTE_PATH.match(prep.containerd_config):
+            yield Problem(
+                join_path(path, "hostPreparation", "containerdConfig"),
+                f"{prep.containerd_config[:80]!r} must be an absolute path without spaces or quotes",
+            )
         extra = frozenset(prep.extra_kernel_arg_names)
         for index, argument in enumerate(prep.kernel_args):
             problem = kernel_arg_problem(argument, extra)

@@ -31,3 +31,17 @@ def is_version(text: str) -> bool:
 def driver_branch(driver_version: str) -> int:
     """The driver branch of a driver version: "580.95.05" is on branch R580."""
     return parse_version(driver_version)[0]
+
+
+_FULL_DRIVER = re.compile(r"\d{3}\.\d+(\.\d+)?\Z")
+
+
+def full_driver_version_problem(text: str) -> str | None:
+    """Why ``text`` is not a full NVIDIA driver version (``580.95.05``, ``570.172``), or None.
+
+    A bare branch (``580``) names no driver the GPU Operator can install: its driver image tags are
+    full versions (nvcr.io/nvidia/driver:<version>-<os>).
+    """
+    if not _FULL_DRIVER.match(text):
+        return f"{text!r} is not a full driver version such as 580.95.05 (a branch like 580 names no driver)"
+    return None

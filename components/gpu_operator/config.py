@@ -21,8 +21,8 @@ from components.catalog.gpu_operator_chart import (
     SUPPORTED_CHART_VERSIONS,
     unsupported_version_message,
 )
-from components.catalog.kubernetes import dns_label_problem
-from components.catalog.versions import is_version
+from components.catalog.kubernetes import dns_label_problem, int_or_percent_problem, priority_class_problem
+from components.catalog.versions import full_driver_version_problem
 
 DriverOwner = Literal["operator", "host"]
 
@@ -133,16 +133,30 @@ class GpuOperatorConfig(ConfigModel):
             problem = dns_label_problem(value)
             if problem:
                 yield Problem(join_path(path, key), problem)
-        if self.driver.version is not None and not is_version(self.driver.version):
-            yield Problem(
-                join_path(path, "driver", "version"), f"{self.driver.version!r} is not a driver version like 580.95.05"
-            )
-        if self.host_driver is not None and not is_version(self.host_driver.version):
-            yield Problem(
-                join_path(path, "hostDriver", "version"),
-                f"{self.host_driver.version!r} is not a driver version like 580.95.05",
-            )
+        versions: list[tuple[str, str | None]] = [
+            ("driver", self.driver.version),
+            ("hostDriver", self.host_driver.version if self.host_driver else None),
+        ]
+        counts: list[tuple[str, str | int]] = [
+            (join_path(path, "maxUnavailable"), self.max_unavailable),
+            (join_path(path, "driver", "upgradePolicy", "maxUnavailable"), self.driver.upgrade_policy.max_unavailable),
+        ]
+        found = [
+            *(
+                (join_path(path, key, "version"), full_driver_version_problem(v))
+                for key, v in versions
+                if v is not None
+            ),
+            *((key, int_or_percent_problem(_int_or_text(value))) for key, value in counts),
+            (join_path(path, "priorityClassName"), priority_class_problem(self.priority_class_name)),
+        ]
+        yield from (Problem(key, problem) for key, problem in found if problem)
         if self.kyverno.enabled and self.kyverno.mode == "policyException" and not self.kyverno.policies:
             yield Problem(
                 join_path(path, "kyverno", "policies"), "name at least one Kyverno policy to except the namespace from"
             )
+
+
+def _int_or_text(value: str | int) -> str | int:
+    """``"1"`` (how YAML users often write a count) as the integer Kubernetes reads it."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value

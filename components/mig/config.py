@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from components.base.config_model import ConfigModel
+from components.catalog.kubernetes import dns_subdomain_problem
 
 
 class GpuLayout(ConfigModel):
@@ -57,4 +58,12 @@ class MigSettings(ConfigModel):
     strategy: Literal["auto", "single", "mixed"] = "auto"
     with_reboot: bool = Field(default=False, description="migManager.env WITH_REBOOT (needed on some clouds/VMs)")
     config_map_name: str = "gpu-platform-mig-config"
+
+    @model_validator(mode="after")
+    def _config_map_name_is_an_object_name(self) -> MigSettings:
+        problem = dns_subdomain_problem(self.config_map_name)
+        if problem:
+            raise ValueError(f"configMapName {problem}")
+        return self
+
     demand: list[MigDemand] = Field(default_factory=list)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+
 from pydantic import Field
 
 from components.base.config_model import ConfigModel
+from components.base.problems import Problem, join_path
+from components.catalog.drivers import CudaVersionError, minimum_driver
 
 # NVIDIA's CUDA vectorAdd sample (https://catalog.ngc.nvidia.com/orgs/nvidia/teams/k8s/containers/cuda-sample),
 # the image the GPU Operator docs use to verify an install. Its CUDA level decides the driver it needs.
@@ -21,3 +25,14 @@ class SmokeTestConfig(ConfigModel):
     timeout_seconds: int = Field(default=1200, ge=60, description="includes scaling a GPU group up from zero")
     ttl_seconds_after_finished: int = Field(default=86400, ge=0)
     skip_pools: list[str] = Field(default_factory=list)
+
+    def problems(self, path: str, pool_names: Collection[str]) -> Iterator[Problem]:
+        """The image's CUDA level is one the catalog knows; skipped pools exist."""
+        try:
+            minimum_driver(self.image_cuda)
+        except (CudaVersionError, ValueError) as error:
+            yield Problem(join_path(path, "imageCuda"), str(error))
+        for index, name in enumerate(self.skip_pools):
+            if name not in pool_names:
+                allowed = ", ".join(sorted(pool_names)) or "none"
+                yield Problem(join_path(path, "skipPools", index), f"{name!r} is not a GPU pool; pools: {allowed}")

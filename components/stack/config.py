@@ -113,6 +113,9 @@ class StackConfig(ConfigModel):
                 group, self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
             )
         yield from self.gpu_operator.problems("gpuOperator")
+        pool_names = [name for name, group in self.node_groups.items() if group.resources.gpus > 0]
+        pool_names += [node.name for node in self.bare_metal.nodes] if self.bare_metal else []
+        yield from self.smoke_test.problems("smokeTest", pool_names)
         if self.kubeflow is not None and self.kubeflow.enabled:
             yield from self.kubeflow.problems("kubeflow")
 
