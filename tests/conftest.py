@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Imported now, not lazily at the end of the session: CPython 3.11 can fail to parse (and so to
 # assertion-rewrite) a module imported after Pulumi's RPC threads ran ("AST constructor recursion
@@ -31,3 +33,13 @@ def monitor() -> Iterator[RecordingMonitor]:
     set_all_config({})
     asyncio.set_event_loop(None)
     loop.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print how many mutated stack files the property test ran, and how they ended."""
+    module = next((m for name, m in list(sys.modules.items()) if name.endswith("test_mutated_stack_files")), None)
+    outcomes = getattr(module, "OUTCOMES", None)
+    if outcomes:
+        total = sum(outcomes.values())
+        summary = ", ".join(f"{name}: {count}" for name, count in sorted(outcomes.items()))
+        terminalreporter.write_line(f"mutated stack files previewed: {total} ({summary})")
