@@ -113,7 +113,13 @@ def render_values(
             text=True,
             timeout=120,
             check=False,
-            env={"HOME": tmp, "PATH": "/usr/bin:/bin", "HELM_CACHE_HOME": tmp, "HELM_CONFIG_HOME": tmp},
+            env={
+                "HOME": tmp,
+                "PATH": "/usr/bin:/bin",
+                "HELM_CACHE_HOME": tmp,
+                "HELM_CONFIG_HOME": tmp,
+                "HELM_DATA_HOME": tmp,
+            },
         )
     if result.returncode != 0:
         raise ChartRenderError(f"helm template failed ({result.returncode}): {result.stderr.strip()}")
