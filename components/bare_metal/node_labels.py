@@ -12,7 +12,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bare_metal.config import BareMetalNode
-from components.catalog.names import FIELD_MANAGER, GPU_MODEL_LABEL, GPU_NODE_LABEL, NODE_GROUP_LABEL
+from components.catalog.names import (
+    FIELD_MANAGER,
+    GPU_MODEL_LABEL,
+    GPU_NODE_LABEL,
+    NODE_GROUP_LABEL,
+    PATCH_FIELD_MANAGER_ANNOTATION,
+    PATCH_FORCE_ANNOTATION,
+)
 
 
 def bare_metal_labels(node: BareMetalNode) -> dict[str, str]:
@@ -27,12 +34,15 @@ class NodeLabelsArgs:
     """Labels per node name, the field manager that owns them, and the provider.
 
     Each field manager owns exactly its labels: the MIG label has its own manager so that it can be
-    applied after the GPU Operator release (which carries the mig-parted config it names).
+    applied after the GPU Operator release (which carries the mig-parted config it names). ``force``
+    takes a label over from another field manager instead of failing on the conflict: the operator
+    writes ``nvidia.com/mig.config`` itself on nodes that carry none (see ``gpu_operator_chart``).
     """
 
     labels: dict[str, dict[str, str]]
     provider: k8s.Provider
     field_manager: str = FIELD_MANAGER
+    force: bool = False
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -44,13 +54,16 @@ class BareMetalNodeLabels(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodeLabelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-platform:baremetal:NodeLabels", name, None, opts)
         self.patches = {}
+        annotations = {PATCH_FIELD_MANAGER_ANNOTATION: args.field_manager}
+        if args.force:
+            annotations[PATCH_FORCE_ANNOTATION] = "true"
         for node_name, labels in args.labels.items():
             self.patches[node_name] = k8s.core.v1.NodePatch(
                 f"{name}-{node_name}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
                     name=node_name,
                     labels=dict(sorted(labels.items())),
-                    annotations={"pulumi.com/patchFieldManager": args.field_manager},
+                    annotations=annotations,
                 ),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
             )

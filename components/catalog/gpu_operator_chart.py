@@ -209,6 +209,49 @@ def unsupported_version_message(chart_version: str) -> str:
     return message
 
 
+# What the operator reads when a ClusterPolicy operand block has no ``enabled`` key: the ``IsEnabled()``
+# methods of NVIDIA/gpu-operator v26.7.0 ``api/nvidia/v1/clusterpolicy_types.go`` ("default is true/false
+# if not specified by user"). It matters because the chart's ``templates/clusterpolicy.yaml`` writes
+# ``sandboxDevicePlugin.enabled`` only when it is true (``{{- if .Values.sandboxDevicePlugin.enabled }}``)
+# while values.yaml defaults it to true: values without the key deploy the plugin, ``enabled: false``
+# renders a block without ``enabled``, which the operator reads as disabled.
+OPERAND_ENABLED_WHEN_ABSENT: Mapping[str, bool] = MappingProxyType(
+    {
+        "driver": True,
+        "toolkit": True,
+        "devicePlugin": True,
+        "dcgmExporter": True,
+        "gfd": True,
+        "migManager": True,
+        "nodeStatusExporter": False,
+        "vgpuManager": False,
+        "vgpuDeviceManager": False,
+        "vfioManager": False,
+        "sandboxDevicePlugin": False,
+        "kataSandboxDevicePlugin": False,
+    }
+)
+
+
+def operand_enabled(cluster_policy_spec: Mapping[str, Any], block: str) -> bool:
+    """Whether the operator deploys ``block`` for this rendered ClusterPolicy ``spec``, as it reads it."""
+    settings = cluster_policy_spec.get(block) or {}
+    enabled = settings.get("enabled")
+    return OPERAND_ENABLED_WHEN_ABSENT[block] if enabled is None else bool(enabled)
+
+
+# The operator's node-labelling controller (NVIDIA/gpu-operator v26.7.0
+# ``controllers/nodelabeling_controller.go`` ``updateGPUStateLabels``; constants in
+# ``controllers/state_manager.go``) writes ``nvidia.com/mig.config=all-disabled`` on every MIG-capable
+# node without that label while mig-manager is enabled and ``migManager.config.default`` is
+# ``all-disabled`` (the values.yaml default). It writes with a JSON merge patch (``client.MergeFrom``), so
+# the API server records the label under the field manager named by the client's user agent: the
+# binary ``/usr/bin/gpu-operator`` (``docker/Dockerfile``), i.e. ``gpu-operator``, operation Update. A
+# server-side apply of another value by another manager then conflicts unless it is forced
+# (``names.MIG_CONFIG_LABEL``, ``names.MIG_ALL_DISABLED``).
+OPERATOR_FIELD_MANAGER = "gpu-operator"
+
+
 def merge_tolerations(defaults: Iterable[Toleration], extra: Iterable[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """The chart defaults followed by ``extra``, without duplicates.
 

@@ -44,7 +44,10 @@ _MODELS = (
     GpuModel("H100-80GB", "NVIDIA H100 80GB HBM3", Architecture.HOPPER, 80, "9.0", True),
     GpuModel("H100-94GB", "NVIDIA H100 NVL 94GB", Architecture.HOPPER, 94, "9.0", True),
     GpuModel("H100-96GB", "NVIDIA H100 96GB / GH200 96GB", Architecture.HOPPER, 96, "9.0", True),
-    GpuModel("H200-141GB", "NVIDIA H200 141GB", Architecture.HOPPER, 141, "9.0", True),
+    # Two keys for the two H200 boards: NVIDIA's MIG configs tell them apart by PCI device id
+    # (catalog.mig.profiles: 0x2335 H200 SXM, 0x233B H200 NVL), e.g. all-1g.35gb exists for the SXM only.
+    GpuModel("H200-141GB", "NVIDIA H200 SXM 141GB", Architecture.HOPPER, 141, "9.0", True),
+    GpuModel("H200-NVL-141GB", "NVIDIA H200 NVL", Architecture.HOPPER, 141, "9.0", True),
     GpuModel("GH200-144GB", "NVIDIA GH200 144GB HBM3e", Architecture.HOPPER, 144, "9.0", True),
     GpuModel("B200-180GB", "NVIDIA B200 180GB", Architecture.BLACKWELL, 180, "10.0", True),
 )

@@ -28,13 +28,21 @@ HOST_DRIVER_REMOVAL_ENABLED: Final = "enabled"
 FIELD_MANAGER: Final = "gpu-platform"
 MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes
 
+# pulumi-kubernetes Patch resources (``NodePatch``, ``ConfigMapPatch``): server-side apply as the named
+# field manager; a field another manager owns is a conflict unless forced (pulumi-kubernetes API docs of
+# every ``*Patch`` resource: "Conflicts will result in an error by default, but can be forced using the
+# pulumi.com/patchForce annotation").
+PATCH_FIELD_MANAGER_ANNOTATION: Final = "pulumi.com/patchFieldManager"
+PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
+
 # The GPU Operator namespace records the driver facts for the policy pack.
 DRIVER_OWNER_ANNOTATION: Final = f"{PREFIX}driver-owner"
 DRIVER_VERSION_ANNOTATION: Final = f"{PREFIX}driver-version"
 GPU_MODELS_ANNOTATION: Final = f"{PREFIX}gpu-models"
 
-# NVIDIA's MIG label, read by mig-manager (gpu-operator's mig-manager; the GPU Operator writes
-# all-disabled on MIG-capable nodes that carry none).
+# NVIDIA's MIG label, read by mig-manager. The GPU Operator itself writes all-disabled on MIG-capable
+# nodes that carry none, as field manager gpu-operator (gpu_operator_chart.OPERATOR_FIELD_MANAGER, with
+# its source), so the program's bare-metal MIG NodePatch is forced.
 MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
 MIG_ALL_DISABLED: Final = "all-disabled"
 

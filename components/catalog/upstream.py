@@ -21,8 +21,9 @@ Sources:
 from __future__ import annotations
 
 import hashlib
+import tarfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Final
 
 #: Where ``make upstream`` puts the artifacts, relative to the project root.
@@ -70,6 +71,11 @@ GPU_OPERATOR_CHART: Final = UpstreamArtifact(
 ARTIFACTS: Final = (KUBEFLOW_MANIFESTS, GPU_OPERATOR_CHART)
 
 
+def pinned_chart(version: str) -> UpstreamArtifact | None:
+    """The pinned GPU Operator chart artifact of ``version``, or None when that version has no pin."""
+    return GPU_OPERATOR_CHART if version == GPU_OPERATOR_CHART.version else None
+
+
 def tree_digest(root: Path) -> str:
     """sha256 over ``<relative path> <sha256 of content>`` of every file under ``root``, sorted.
 
@@ -83,4 +89,28 @@ def tree_digest(root: Path) -> str:
             lines.append(f"{relative} link {path.readlink().as_posix()}")
         elif path.is_file():
             lines.append(f"{relative} {hashlib.sha256(path.read_bytes()).hexdigest()}")
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def archive_digest(archive: Path, strip_prefix: str) -> str:
+    """``tree_digest`` of the tree under ``strip_prefix/`` in a tar archive, without unpacking it.
+
+    The same lines in the same order as ``tree_digest`` of the unpacked tree (paths sorted as
+    ``pathlib`` sorts them, by component), so an archive and its unpacked copy have one digest.
+    Raises ``tarfile.TarError`` or ``OSError`` for an unreadable archive.
+    """
+    entries: dict[PurePosixPath, str] = {}
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            path = PurePosixPath(member.name)
+            if not path.parts or path.parts[0] != strip_prefix or len(path.parts) == 1:
+                continue
+            relative = PurePosixPath(*path.parts[1:])
+            if member.issym():
+                entries[relative] = f"{relative.as_posix()} link {member.linkname}"
+            elif member.isfile():
+                handle = tar.extractfile(member)
+                content = handle.read() if handle is not None else b""
+                entries[relative] = f"{relative.as_posix()} {hashlib.sha256(content).hexdigest()}"
+    lines = [entries[key] for key in sorted(entries)]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()

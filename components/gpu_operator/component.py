@@ -3,6 +3,7 @@
 A real ``helm.v3.Release`` (not ``helm.v4.Chart``): the chart's pre-upgrade hook upgrades its CRDs
 and only runs under a Helm release. The release is atomic with cleanup on failure and a timeout
 sized for driver builds, so a failed install rolls back instead of leaving a half-installed operator.
+The chart comes from NVIDIA's repository, or from a local mirror (``chartPath``, air-gapped clusters).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from components.catalog.names import (
     DRIVER_VERSION_ANNOTATION,
     FIELD_MANAGER,
     GPU_MODELS_ANNOTATION,
+    PATCH_FIELD_MANAGER_ANNOTATION,
+    PATCH_FORCE_ANNOTATION,
     PSA_PRIVILEGED,
 )
 from components.gpu_operator.config import GpuOperatorConfig
@@ -50,6 +53,21 @@ def kyverno_webhooks(operator_namespace: str, kyverno_namespace: str) -> str:
     return json.dumps([selector], separators=(",", ":"))
 
 
+def release_chart_args(config: GpuOperatorConfig) -> dict[str, Any]:
+    """Where the release gets the chart: NVIDIA's repository at ``chartVersion``, or ``chartPath``.
+
+    A local chart carries its own version (checked against ``chartVersion`` by the config check,
+    ``chart_source.chart_path_problem``); Helm ignores ``version`` for a local path, so none is passed.
+    """
+    if config.chart_path is not None:
+        return {"chart": config.chart_path}
+    return {
+        "chart": chart.CHART_NAME,
+        "version": config.chart_version,
+        "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=chart.CHART_REPO),
+    }
+
+
 class GpuOperator(pulumi.ComponentResource):
     """The NVIDIA GPU Operator, installed from the pinned chart with validated values."""
 
@@ -77,13 +95,14 @@ class GpuOperator(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        # Before the release: an operand pod that Kyverno's webhooks see before the exclusion exists is
+        # refused, and the atomic release rolls back.
+        exclusion = self._kyverno_exclusion(name, config, child) if config.kyverno.enabled else []
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=config.release_name,
             namespace=config.namespace,
-            chart=chart.CHART_NAME,
-            version=config.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.CHART_REPO),
+            **release_chart_args(config),
             values=args.values,
             atomic=True,
             cleanup_on_fail=True,
@@ -91,29 +110,30 @@ class GpuOperator(pulumi.ComponentResource):
             max_history=10,
             create_namespace=False,
             opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=[self.namespace, *args.depends_on])
+                child, pulumi.ResourceOptions(depends_on=[self.namespace, *exclusion, *args.depends_on])
             ),
         )
-        if config.kyverno.enabled:
-            self._kyverno_exclusion(name, config, child)
         self.status = self.release.status
         self.register_outputs({"namespace": config.namespace, "chartVersion": config.chart_version})
 
-    def _kyverno_exclusion(self, name: str, config: GpuOperatorConfig, child: pulumi.ResourceOptions) -> None:
+    def _kyverno_exclusion(
+        self, name: str, config: GpuOperatorConfig, child: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """The Kyverno exclusion of the operator namespace, for the release to wait on."""
         kyverno = config.kyverno
         if kyverno.mode == "webhookNamespaceSelector":
-            k8s.core.v1.ConfigMapPatch(
+            patch = k8s.core.v1.ConfigMapPatch(
                 f"{name}-kyverno-webhooks",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
                     name=kyverno.config_map,
                     namespace=kyverno.namespace,
-                    annotations={"pulumi.com/patchFieldManager": FIELD_MANAGER, "pulumi.com/patchForce": "true"},
+                    annotations={PATCH_FIELD_MANAGER_ANNOTATION: FIELD_MANAGER, PATCH_FORCE_ANNOTATION: "true"},
                 ),
                 data={"webhooks": kyverno_webhooks(config.namespace, kyverno.namespace)},
                 opts=child,
             )
-            return
-        k8s.apiextensions.CustomResource(
+            return [patch]
+        exception = k8s.apiextensions.CustomResource(
             f"{name}-kyverno-exception",
             api_version="kyverno.io/v2",
             kind="PolicyException",
@@ -133,3 +153,4 @@ class GpuOperator(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace])),
         )
+        return [exception]

@@ -10,6 +10,7 @@ Two situations, chosen by ``driver.owner``:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -23,6 +24,7 @@ from components.catalog.gpu_operator_chart import (
 )
 from components.catalog.kubernetes import dns_label_problem, int_or_percent_problem, priority_class_problem
 from components.catalog.versions import full_driver_version_problem
+from components.gpu_operator.chart_source import chart_path_problem
 
 DriverOwner = Literal["operator", "host"]
 
@@ -104,6 +106,11 @@ class GpuOperatorConfig(ConfigModel):
     namespace: str = "gpu-operator"
     release_name: str = "gpu-operator"
     chart_version: str = DEFAULT_CHART_VERSION
+    chart_path: str | None = Field(
+        default=None,
+        description="install the chart from this local .tgz or folder (air-gapped), not the NVIDIA Helm "
+        "repository; relative to the project folder; must be the pinned chart at chartVersion",
+    )
     timeout_seconds: int = Field(default=1800, ge=300, description="driver builds take 10-15 minutes per node")
     driver: DriverConfig = DriverConfig()
     host_driver: HostDriverConfig | None = None
@@ -129,6 +136,10 @@ class GpuOperatorConfig(ConfigModel):
         """Shape checks that need no other section (the checks across sections: components.stack.plan)."""
         if self.chart_version not in SUPPORTED_CHART_VERSIONS:
             yield Problem(join_path(path, "chartVersion"), unsupported_version_message(self.chart_version))
+        elif self.enabled and self.chart_path is not None:
+            problem = chart_path_problem(Path(self.chart_path), self.chart_version)
+            if problem:
+                yield Problem(join_path(path, "chartPath"), problem)
         for key, value in (("namespace", self.namespace), ("releaseName", self.release_name)):
             problem = dns_label_problem(value)
             if problem:

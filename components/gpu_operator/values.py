@@ -81,10 +81,10 @@ def build_values(
         "dcgmExporter": {"serviceMonitor": {"enabled": operator.prometheus_operator}},
         "vgpuDeviceManager": {"enabled": operator.vgpu_device_manager},
         "vfioManager": {"enabled": operator.vfio_manager},
+        # Always set: values.yaml defaults it to true. The chart writes the ClusterPolicy key only when
+        # true, and the operator reads a missing key as false (gpu_operator_chart.OPERAND_ENABLED_WHEN_ABSENT).
+        "sandboxDevicePlugin": {"enabled": operator.sandbox_device_plugin},
     }
-    if operator.sandbox_device_plugin:
-        # The chart renders this key only when true; false is the operator's behaviour without it.
-        values["sandboxDevicePlugin"] = {"enabled": True}
     if operator.scope_nfd_to_gpu_nodes:
         values["node-feature-discovery"]["worker"]["nodeSelector"] = {GPU_NODE_LABEL: "true"}
     if plan.owner == "operator":

@@ -150,7 +150,8 @@ def plan_mig(
         try:
             decision = resolve_pool(pool, mig)
         except (catalog.MigError, ValueError) as error:
-            problems.append(Problem(path, f"{pool.config_path} ({pool.model.key}): {error}"))
+            key = join_path(path, "layout") if isinstance(error, catalog.UnknownMigConfig) else path
+            problems.append(Problem(key, f"{pool.config_path} ({pool.model.key}): {error}"))
             continue
         if decision is not None:
             result.pools[pool.name] = decision

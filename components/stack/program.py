@@ -76,6 +76,8 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
         )
     if stack.bare_metal is not None and platform.gpu_operator is not None:
         # After the release: the label names a config that the release's mig-parted ConfigMap defines.
+        # Forced: the operator writes nvidia.com/mig.config=all-disabled on MIG-capable nodes without
+        # the label (gpu_operator_chart.OPERATOR_FIELD_MANAGER), so a plain apply would conflict.
         platform.mig_labels = BareMetalNodeLabels(
             "mig-config",
             NodeLabelsArgs(
@@ -86,6 +88,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 },
                 provider=provider,
                 field_manager=MIG_FIELD_MANAGER,
+                force=True,
                 depends_on=[platform.gpu_operator],
             ),
         )
@@ -102,6 +105,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
             ),
         )
     if stack.smoke_test.enabled and platform.gpu_operator is not None:
+        mig_labels = [platform.mig_labels] if platform.mig_labels is not None else []
         platform.smoke_test = GpuSmokeTest(
             "gpu-smoke-test",
             SmokeTestArgs(
@@ -109,7 +113,8 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 targets=list(plan.smoke_targets),
                 namespace=stack.gpu_operator.namespace,
                 provider=provider,
-                depends_on=[platform.gpu_operator, *operator_prerequisites],
+                # A Job must not run before its node carries its MIG layout (bare metal: the patches).
+                depends_on=[platform.gpu_operator, *operator_prerequisites, *mig_labels],
             ),
         )
     kubeflow = stack.kubeflow

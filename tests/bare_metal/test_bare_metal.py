@@ -71,6 +71,9 @@ def test_node_labels_through_a_fixed_field_manager(prod: ProgramRun) -> None:
     assert patch["labels"]["gpu-platform.io/gpu-model"] == "H100-80GB"
     assert patch["labels"]["gpu-platform.io/gpu"] == "true"
     assert patch["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform"
+    assert "pulumi.com/patchForce" not in patch["annotations"], (
+        "no other manager writes these labels: a conflict is news"
+    )
 
 
 def test_operator_runs_in_host_driver_mode_without_its_toolkit(prod: ProgramRun) -> None:

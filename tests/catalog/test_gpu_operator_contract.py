@@ -371,10 +371,11 @@ def test_ignored_keys_say_why():
     assert "NVIDIADriver" in violation.message
 
 
-def test_sandbox_device_plugin_disable_is_refused_because_the_template_drops_false():
-    (violation,) = CONTRACT.violations({"sandboxDevicePlugin": {"enabled": False}})
-    assert violation.path == "sandboxDevicePlugin.enabled"
+def test_sandbox_device_plugin_takes_both_booleans():
+    """false disables the plugin (tests/gpu_operator/test_rendered_chart.py renders it with the real chart)."""
+    assert CONTRACT.violations({"sandboxDevicePlugin": {"enabled": False}}) == []
     assert CONTRACT.violations({"sandboxDevicePlugin": {"enabled": True}}) == []
+    assert paths_of(CONTRACT.violations({"sandboxDevicePlugin": {"enabled": "no"}})) == ["sandboxDevicePlugin.enabled"]
 
 
 def test_mig_config_data_must_hold_config_yaml_and_create_needs_data():

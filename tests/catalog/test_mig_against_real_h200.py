@@ -39,3 +39,12 @@ def test_catalog_profiles_match_the_real_h200() -> None:
         assert profile.max_instances == row.instances_total, row.name
         assert profile.memory_slices == row.memory_slices, row.name
         assert tuple(profile.starts) == row.placements, row.name
+
+
+def test_the_real_h200s_device_id_is_the_one_its_model_key_filters() -> None:
+    """NVIDIA's all-1g.35gb filters 0x233510DE: the id the captured H200 reports, so H200-141GB gets it."""
+    (gpu,) = parse_query_gpu_csv((FIXTURES / "query-gpu-device-id.csv").read_text())
+    device_id = gpu.extra["pci.device_id"]
+    model = gpu_model_key(gpu.name, gpu.memory_total_mib)
+    assert mig.mig_gpu(model).pci_device_ids == (device_id,)
+    assert mig.named_layout(model, "all-1g.35gb") == {"1g.35gb": 4}

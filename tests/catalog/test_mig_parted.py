@@ -67,6 +67,34 @@ def test_all_disabled_is_none_for_every_model():
         assert named_layout(model, "all-disabled") is None
 
 
+def test_a_device_filtered_config_is_offered_only_for_the_ids_nvidia_applies_it_to():
+    """all-1g.35gb filters the H200 SXM id only: an H200 NVL node labelled with it would stay unpartitioned."""
+    assert "all-1g.35gb" in named_layout_names("H200-141GB")
+    assert "all-1g.35gb" not in named_layout_names("H200-NVL-141GB")
+    with pytest.raises(UnknownMigConfig) as error:
+        named_layout("H200-NVL-141GB", "all-1g.35gb")
+    message = str(error.value)
+    assert "applies 'all-1g.35gb' only to the PCI devices 0x233510DE (H200-141GB)" in message
+    assert "H200-NVL-141GB GPUs (0x233B10DE) labelled with it would get nothing" in message
+    valid = message.split("valid for H200-NVL-141GB: ")[1].split(", ")
+    assert valid == list(named_layout_names("H200-NVL-141GB"))
+    assert "all-balanced" in valid and "all-1g.18gb" in valid
+    # The configs the two boards share resolve the same on both.
+    assert named_layout("H200-NVL-141GB", "all-balanced") == named_layout("H200-141GB", "all-balanced")
+
+
+def test_every_offered_config_covers_every_device_id_of_the_model():
+    """The rule behind the refusal, for every model and every name it is offered."""
+    for model in mig_models():
+        for device_id in mig_gpu(model).pci_device_ids:
+            for config in DEFAULT_CONFIGS:
+                if config.name not in named_layout_names(model):
+                    continue
+                assert any(
+                    entry.device_filter is None or device_id in entry.device_filter for entry in config.entries
+                ), (model, device_id, config.name)
+
+
 def test_a_name_not_defined_for_the_model_lists_the_valid_ones():
     with pytest.raises(UnknownMigConfig) as error:
         named_layout("H100-80GB", "all-1g.5gb")  # an A100-40GB profile
@@ -89,11 +117,19 @@ def test_every_named_layout_of_every_model_is_placeable(model):
             assert dict(place(model, layout).layout) == layout, name
 
 
+# Profiles whose all-<profile> config NVIDIA's file filters to other device ids of the same table.
+FILTERED_AWAY = {("H200-NVL-141GB", "1g.35gb")}  # all-1g.35gb: H200 SXM (0x233510DE) only
+
+
 @pytest.mark.parametrize("model", mig_models())
 def test_each_profile_has_its_all_config_filling_the_gpu(model):
     # Two sources agree: the guide's max instance counts and NVIDIA's all-<profile> configs.
     for profile in mig_gpu(model).profiles:
         name = "all-" + profile.name.replace("+", ".")
+        if (model, profile.name) in FILTERED_AWAY:
+            with pytest.raises(UnknownMigConfig):
+                named_layout(model, name)
+            continue
         assert named_layout(model, name) == {profile.name: profile.max_instances}
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
+import tarfile
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from components.gpu_operator.component import kyverno_webhooks
 from preview.runner import ProgramRun, run_program
 from tests.helpers import ROOT, plan_raw, refusal, set_path, stack_raw
+from tests.support.chart_render import render_release
 
 
 def _values(raw: dict[str, Any]) -> dict[str, Any]:
@@ -201,6 +206,32 @@ def test_kyverno_policy_exception() -> None:
     assert exception["spec"]["match"]["any"][0]["resources"]["namespaces"] == ["gpu-operator"]
 
 
+@pytest.mark.parametrize(
+    ("kyverno", "kind", "name"),
+    [
+        ({"enabled": True}, "kubernetes:core/v1:ConfigMapPatch", "gpu-operator-kyverno-webhooks"),
+        (
+            {"enabled": True, "mode": "policyException", "policies": ["disallow-privileged-containers"]},
+            "kubernetes:kyverno.io/v2:PolicyException",
+            "gpu-operator-kyverno-exception",
+        ),
+    ],
+)
+def test_the_release_waits_for_the_kyverno_exclusion(kyverno: dict[str, Any], kind: str, name: str) -> None:
+    """Operand pods admitted before the exclusion exists would be refused and the atomic release rolled back."""
+    run = _run(gpuOperator={**_dev_config()["gpu-platform:gpuOperator"], "kyverno": kyverno})
+    exclusion = run.one(kind, name)
+    release = run.one(RELEASE, "gpu-operator-release")
+    assert exclusion.urn in release.dependencies
+    assert release.urn not in exclusion.dependencies
+
+
+def test_prod_release_waits_for_its_kyverno_webhook_exclusion() -> None:
+    run = run_program("prod")
+    patch = run.one("kubernetes:core/v1:ConfigMapPatch", "gpu-operator-kyverno-webhooks")
+    assert patch.urn in run.one(RELEASE, "gpu-operator-release").dependencies
+
+
 def test_removal_needs_an_operator_that_installs_the_driver() -> None:
     raw = {**stack_raw("dev"), **_preinstalled_host_mode()}
     raw = set_path(raw, "nodeGroups.v100.hostDriverRemoval", True)
@@ -226,3 +257,79 @@ def test_bare_metal_driver_cannot_be_operator_owned() -> None:
         line.startswith("gpuOperator.driver.owner: operator cannot own the driver on bare-metal nodes")
         for line in lines
     )
+
+
+# Air-gapped install: the chart from a local folder or archive (gpuOperator.chartPath).
+PINNED_CHART = ".upstream/gpu-operator-v26.7.0"
+
+
+def _pack(folder: Path, archive: Path) -> Path:
+    """A chart archive laid out like `helm package` (one top folder, gpu-operator/)."""
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="gpu-operator")
+    return archive
+
+
+def _chart_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "gpu-operator"
+    shutil.copytree(ROOT / PINNED_CHART, copy)
+    return copy
+
+
+def test_release_installs_from_the_nvidia_repository_by_default() -> None:
+    release = _run().one(RELEASE, "gpu-operator-release").inputs
+    assert (release["chart"], release["version"]) == ("gpu-operator", "v26.7.0")
+    assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+
+
+def test_release_installs_from_a_local_chart_folder() -> None:
+    run = _run(gpuOperator={**_dev_config()["gpu-platform:gpuOperator"], "chartPath": PINNED_CHART})
+    assert run.config_error is None, run.config_error
+    release = run.one(RELEASE, "gpu-operator-release").inputs
+    assert release["chart"] == PINNED_CHART
+    assert "repositoryOpts" not in release and "version" not in release, "a local chart is checked, not looked up"
+    assert release["values"]["driver"]["version"] == "580.95.05"
+    assert run.outputs["gpuOperator"]["chartVersion"] == "v26.7.0"
+
+
+def test_release_installs_from_a_mirrored_chart_archive(tmp_path: Path) -> None:
+    archive = _pack(ROOT / PINNED_CHART, tmp_path / "gpu-operator-v26.7.0.tgz")
+    run = _run(gpuOperator={**_dev_config()["gpu-platform:gpuOperator"], "chartPath": str(archive)})
+    assert run.config_error is None, run.config_error
+    release = run.one(RELEASE, "gpu-operator-release").inputs
+    assert release["chart"] == str(archive) and "repositoryOpts" not in release
+    rendered = render_release(release)
+    assert rendered.cluster_policy["driver"]["version"] == "580.95.05", "helm renders the archive itself"
+
+
+def _chart_path_refusal(path: Path | str) -> str:
+    (line,) = refusal(set_path(stack_raw("dev"), "gpuOperator.chartPath", str(path)))
+    assert line.startswith("gpuOperator.chartPath: ")
+    return line
+
+
+def test_a_missing_chart_path_is_refused(tmp_path: Path) -> None:
+    line = _chart_path_refusal(tmp_path / "gpu-operator-v26.7.0.tgz")
+    assert "does not exist" in line and "Air-gapped install" in line
+
+
+def test_a_chart_at_another_version_is_refused(tmp_path: Path) -> None:
+    chart = _chart_copy(tmp_path)
+    manifest = chart / "Chart.yaml"
+    manifest.write_text(manifest.read_text().replace("version: v26.7.0", "version: v26.3.3"))
+    line = _chart_path_refusal(_pack(chart, tmp_path / "gpu-operator-v26.3.3.tgz"))
+    assert "holds gpu-operator v26.3.3, but gpuOperator.chartVersion is v26.7.0" in line
+
+
+def test_an_edited_copy_of_the_pinned_chart_is_refused(tmp_path: Path) -> None:
+    chart = _chart_copy(tmp_path)
+    values = chart / "values.yaml"
+    values.write_text(values.read_text().replace("repository: nvcr.io/nvidia", "repository: registry.example.com", 1))
+    line = _chart_path_refusal(chart)
+    assert "other content than the pinned chart" in line and "components/catalog/upstream.py" in line
+
+
+def test_a_path_that_is_not_a_chart_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a chart")
+    assert "not a Helm chart" in _chart_path_refusal(tmp_path)
+    assert "neither a chart folder nor a readable chart archive" in _chart_path_refusal(tmp_path / "notes.txt")

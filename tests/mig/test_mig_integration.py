@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from components.catalog import gpu_operator_chart as chart
 from components.catalog import mig as catalog
 from preview.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw
@@ -46,6 +47,22 @@ def test_bare_metal_nodes_get_labels_through_node_patches(prod: ProgramRun) -> N
     for patch in mig_patches:
         assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform-mig"
         assert release.urn in patch.dependencies, "the label names a config the release must ship first"
+
+
+def test_bare_metal_mig_patches_take_the_label_over_from_the_operator(prod: ProgramRun) -> None:
+    """The operator writes nvidia.com/mig.config=all-disabled (as gpu-operator) on MIG nodes without one.
+
+    By the time the patches run (after the release) a running node carries that label, owned by another
+    field manager: a server-side apply of a new layout conflicts unless it is forced.
+    """
+    assert chart.OPERATOR_FIELD_MANAGER != "gpu-platform-mig"
+    mig_patches = [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r.name.startswith("mig-config-")]
+    assert len(mig_patches) == 3
+    release = prod.one(RELEASE, "gpu-operator-release")
+    for patch in mig_patches:
+        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
+        assert release.urn in patch.dependencies
+        assert patch.urn not in release.dependencies
     base = prod.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
     assert "nvidia.com/mig.config" not in base
 
@@ -102,7 +119,30 @@ def test_unplaceable_custom_layout_names_the_node_model_and_reason() -> None:
 
 def test_layout_not_defined_for_the_model() -> None:
     (line,) = refusal(set_path(stack_raw("prod"), "bareMetal.nodes.0.mig", {"layout": "all-1g.5gb"}))
-    assert line.startswith("bareMetal.nodes[0].mig: bareMetal.nodes[0] (H100-80GB):") and "all-1g.10gb" in line
+    assert line.startswith("bareMetal.nodes[0].mig.layout: bareMetal.nodes[0] (H100-80GB):") and "all-1g.10gb" in line
+
+
+def _h200_node(model: str, layout: str) -> dict:
+    raw = set_path(stack_raw("prod"), "bareMetal.nodes.0.gpuModel", model)
+    raw = set_path(raw, "bareMetal.nodes.0.mig", {"layout": layout})
+    return {**raw, "mig": {"strategy": "mixed"}}  # the demand is for H100s
+
+
+def test_a_layout_nvidia_filters_to_another_device_is_refused_with_the_ones_that_apply() -> None:
+    """all-1g.35gb is for the H200 SXM id only: an H200 NVL node labelled with it would get nothing."""
+    (line,) = refusal(_h200_node("H200-NVL-141GB", "all-1g.35gb"))
+    assert line.startswith("bareMetal.nodes[0].mig.layout: bareMetal.nodes[0] (H200-NVL-141GB):")
+    assert "applies 'all-1g.35gb' only to the PCI devices 0x233510DE (H200-141GB)" in line
+    assert "valid for H200-NVL-141GB: all-disabled, all-enabled, all-balanced, all-1g.18gb" in line
+    assert "all-1g.35gb" not in line.split("valid for H200-NVL-141GB: ")[1]
+
+
+def test_the_same_layout_on_an_h200_sxm_node_is_planned() -> None:
+    run = run_program(
+        "prod", overrides={f"gpu-platform:{k}": v for k, v in _h200_node("H200-141GB", "all-1g.35gb").items()}
+    )
+    assert run.config_error is None, run.config_error
+    assert run.outputs["gpuPools"]["gpu-node-1"]["resourcesPerNode"] == {"nvidia.com/mig-1g.35gb": 32}
 
 
 def test_gpu_index_outside_the_node() -> None:

@@ -37,6 +37,16 @@ def test_one_job_per_pool_and_mig_profile(prod: ProgramRun) -> None:
     }
 
 
+def test_bare_metal_jobs_wait_for_their_nodes_mig_label(prod: ProgramRun) -> None:
+    """A Job that runs before its node is relabelled tests the old layout (or finds no MIG resource)."""
+    jobs = prod.by_type(JOB)
+    assert jobs
+    for job in jobs:
+        node = job.inputs["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]
+        patch = prod.one("kubernetes:core/v1:NodePatch", f"mig-config-{node}")
+        assert patch.urn in job.dependencies, f"{job.name} does not wait for {patch.name}"
+
+
 def test_jobs_tolerate_the_pool_and_use_the_pinned_sample() -> None:
     dev = run_program("dev")
     (registration,) = [r for r in dev.by_type(JOB) if r.name.startswith("gpu-smoke-test-gpu-smoke-v100-gpu-")]

@@ -103,11 +103,12 @@ def _looks_like_error(text: str) -> bool:
 # GPU product name -> project model key
 # ---------------------------------------------------------------------------------------------
 
-# (family pattern, candidate model keys). The order matters: GH200 before H200. A family with
+# (family pattern, candidate model keys). The order matters: GH200 and H200 NVL before H200. A family with
 # several keys is told apart by memory size; the key's "<n>GB" is what nvidia-smi reports as
 # memory.total in GiB, rounded up (an H200 reports 143771 MiB = 140.4 GiB for "141GB").
 _FAMILIES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"\bGH200\b"), ("H100-96GB", "GH200-144GB")),  # GH200 96GB shares H100-96GB's MIG table
+    (re.compile(r"\bH200 NVL\b"), ("H200-NVL-141GB",)),  # "NVIDIA H200 NVL"; before the SXM's "NVIDIA H200"
     (re.compile(r"\bH200\b"), ("H200-141GB",)),
     (re.compile(r"\bH100\b"), ("H100-80GB", "H100-94GB", "H100-96GB")),
     (re.compile(r"\bA100\b"), ("A100-40GB", "A100-80GB")),

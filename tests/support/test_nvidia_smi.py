@@ -297,7 +297,7 @@ def test_mig_listings_raise_nvidia_smi_errors_and_reject_cut_tables() -> None:
 # products (nominal, not captured here).
 MODEL_KEYS = [
     ("NVIDIA H200", 143771, "H200-141GB"),
-    ("NVIDIA H200 NVL", 143771, "H200-141GB"),
+    ("NVIDIA H200 NVL", 143771, "H200-NVL-141GB"),
     ("NVIDIA H100 80GB HBM3", 81559, "H100-80GB"),
     ("NVIDIA H100 PCIe", 81559, "H100-80GB"),
     ("NVIDIA H100 NVL", 95830, "H100-94GB"),

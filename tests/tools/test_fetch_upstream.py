@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.catalog.upstream import ARTIFACTS, UpstreamArtifact, tree_digest
+from components.catalog.upstream import ARTIFACTS, UpstreamArtifact, archive_digest, tree_digest
 from tests.helpers import ROOT
 from tools.fetch_upstream import FetchError, ensure
 
@@ -93,3 +93,14 @@ def test_the_artifacts_the_stacks_use_match_their_pins(artifact: UpstreamArtifac
 def test_pins_are_unique_per_artifact() -> None:
     assert len({a.path for a in ARTIFACTS}) == len(ARTIFACTS)
     assert all(len(a.content_sha256) == 64 for a in ARTIFACTS)
+
+
+def test_an_archive_has_the_digest_of_its_unpacked_tree(tmp_path: Path) -> None:
+    """archive_digest checks a mirrored .tgz in place (gpuOperator.chartPath) against the same pin."""
+    files = {"a/b.txt": b"1", "a-b.txt": b"2", "a/c/d.yaml": b"3", "z": b""}
+    _archive(tmp_path, "demo.tgz", files)
+    assert archive_digest(tmp_path / "demo.tgz", "top") == _expected_digest(tmp_path, files)
+    chart = next(artifact for artifact in ARTIFACTS if artifact.name == "gpu-operator-chart")
+    with tarfile.open(tmp_path / "chart.tgz", "w:gz") as tar:
+        tar.add(ROOT / chart.path, arcname="gpu-operator")
+    assert archive_digest(tmp_path / "chart.tgz", "gpu-operator") == chart.content_sha256

@@ -12,7 +12,8 @@ Sources (see also ``gpu_operator_chart``):
 - templates/clusterpolicy.yaml (via the project's research notes): ``validator.{driver,toolkit,
   cuda,vfioPCI,vgpuManager,vgpuDevices}.env`` are rendered though absent from values.yaml;
   ``driver.nvidiaDriverCRD.nodeSelector`` is no longer rendered (commit 53770fc2b);
-  ``sandboxDevicePlugin.enabled`` is only rendered when truthy;
+  ``sandboxDevicePlugin.enabled`` is only rendered when truthy (false still disables the plugin: the
+  operator reads a missing ``enabled`` as false);
 - templates/_helpers.tpl (upstream revision 0826073, not checked at the tag; not in the research
   notes): ``nameOverride``, ``fullnameOverride``, ``operator.labels``;
 - ClusterPolicy CRD types (api/nvidia/v1/clusterpolicy_types.go): ``EnvVar`` is ``{name, value}``
@@ -393,17 +394,9 @@ _GPU_OPERATOR_V26_7_0 = keys(
         hostNetwork=BOOL,
     ),
     sandboxDevicePlugin=keys(
-        enabled=Scalar(
-            ("bool",),
-            refused=(
-                (
-                    False,
-                    "templates/clusterpolicy.yaml renders sandboxDevicePlugin.enabled only when it "
-                    "is true, so false is dropped and the operator keeps its default; the plugin "
-                    "only runs on vm-passthrough nodes (sandboxWorkloads.enabled: true) anyway",
-                ),
-            ),
-        ),
+        # false renders a ClusterPolicy block without `enabled` (the template writes it only when true),
+        # which the operator reads as disabled (gpu_operator_chart.OPERAND_ENABLED_WHEN_ABSENT).
+        enabled=BOOL,
         **_image(),
         args=STRINGS,
         env=ENV,

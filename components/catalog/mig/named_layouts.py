@@ -7,10 +7,14 @@ only the device filter and the ``mig-devices`` are kept. (Since v26.3.0 mig-mana
 config with the same ``all-<profile>`` / ``all-balanced`` names from NVML; this static file is its fallback
 on drivers that cannot report profiles, e.g. R535.)
 
-A config is defined for a model the way mig-parted would apply it to that model's GPUs: the first entry
-whose ``device-filter`` is absent or contains one of the model's PCI ids wins, and an unfiltered entry only
-counts when the model offers every profile it names (mig-parted fails on unknown profile names). So
-``all-1g.10gb`` is 7 x 1g.10gb on H100-80GB but 4 x 1g.10gb (the 2-memory-slice profile) on A100-40GB.
+A config is defined for a model the way mig-parted would apply it to that model's GPUs: for each GPU, the
+first entry whose ``device-filter`` is absent or contains the GPU's PCI device id wins, and an unfiltered
+entry only counts when the model offers every profile it names (mig-parted fails on unknown profile names).
+So ``all-1g.10gb`` is 7 x 1g.10gb on H100-80GB but 4 x 1g.10gb (the 2-memory-slice profile) on A100-40GB.
+A pool of a model may hold any of the model's device ids, so a config is offered for a model only when
+every one of its ids gets the same entry: a config whose filter leaves one out would give those GPUs
+nothing (``all-1g.35gb`` filters the H200 SXM id ``0x233510DE`` only, so H200 NVL nodes labelled with it
+stay unpartitioned). ``named_layout`` refuses such a name and lists the names that do apply.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from components.catalog.mig.errors import UnknownMigConfig
-from components.catalog.mig.profiles import mig_gpu
+from components.catalog.mig.profiles import MIG_GPUS, mig_gpu
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,8 @@ _GB200_HGX = ("0x294110DE",)
 _RTX_PRO_6000 = ("0x2BB510DE",)
 _B200 = ("0x290110DE",)
 _GH200_144G = ("0x234810DE",)
-_H200 = ("0x233510DE", "0x233B10DE")  # H200 141GB, H200 NVL
-_H200_141GB = ("0x233510DE",)  # all-1g.35gb filters H200 141GB only (not H200 NVL)
+_H200 = ("0x233510DE", "0x233B10DE")  # H200 141GB, H200 NVL (catalog keys H200-141GB, H200-NVL-141GB)
+_H200_141GB = ("0x233510DE",)  # all-1g.35gb filters H200 141GB (SXM) only, not H200 NVL
 _H100_NVL = ("0x232110DE", "0x233A10DE")
 _H100_A100_80GB = (  # H100-80GB, H800-80GB, A100-80GB, A800-80GB
     "0x233010DE",
@@ -183,12 +187,10 @@ DEFAULT_CONFIGS: tuple[NamedConfig, ...] = (
 )
 
 
-def _entry_for(model: str, config: NamedConfig) -> PartedEntry | None:
-    """The entry mig-parted would apply to ``model``'s GPUs, or None if the config does not cover it."""
-    gpu = mig_gpu(model)
-    offered = {p.name for p in gpu.profiles}
+def _entry_for_device(config: NamedConfig, device_id: str, offered: set[str]) -> PartedEntry | None:
+    """The entry mig-parted applies to one GPU with PCI id ``device_id``, or None: that GPU gets nothing."""
     for entry in config.entries:
-        if entry.device_filter is not None and not set(entry.device_filter) & set(gpu.pci_device_ids):
+        if entry.device_filter is not None and device_id not in entry.device_filter:
             continue
         if entry.mig_devices is not None and any(name not in offered for name, _ in entry.mig_devices):
             continue  # written for another GPU family: mig-parted would fail on the unknown profile
@@ -196,23 +198,51 @@ def _entry_for(model: str, config: NamedConfig) -> PartedEntry | None:
     return None
 
 
+def _entry_for(model: str, config: NamedConfig) -> PartedEntry | None:
+    """The entry mig-parted would apply to every GPU of ``model``, or None if some GPU would not get it."""
+    gpu = mig_gpu(model)
+    offered = {p.name for p in gpu.profiles}
+    entries = {_entry_for_device(config, device_id, offered) for device_id in gpu.pci_device_ids}
+    return entries.pop() if len(entries) == 1 else None
+
+
 def named_layout_names(model: str) -> tuple[str, ...]:
     """The NVIDIA config names usable on ``model``, in the order of NVIDIA's file."""
     return tuple(c.name for c in DEFAULT_CONFIGS if _entry_for(model, c) is not None)
 
 
+def _models_of(device_ids: tuple[str, ...]) -> str:
+    """``0x233510DE (H200-141GB), 0x31C210DE``: PCI ids with the catalog's model key where it has one."""
+    keys = {device_id: gpu.model for gpu in MIG_GPUS.values() for device_id in gpu.pci_device_ids}
+    return ", ".join(f"{d} ({keys[d]})" if d in keys else d for d in device_ids)
+
+
+def _why_not(model: str, config: NamedConfig) -> str:
+    """Why ``config`` is not offered for ``model``, for the refusal."""
+    gpu = mig_gpu(model)
+    filters = [entry.device_filter for entry in config.entries]
+    if all(device_filter is not None for device_filter in filters):
+        selected = tuple(dict.fromkeys(d for device_filter in filters if device_filter for d in device_filter))
+        own = ", ".join(gpu.pci_device_ids)
+        return (
+            f"NVIDIA's default mig-parted config applies {config.name!r} only to the PCI devices "
+            f"{_models_of(selected)}, so {model} GPUs ({own}) labelled with it would get nothing"
+        )
+    return f"NVIDIA's default mig-parted config has no {config.name!r} for it (its profiles are not {model}'s)"
+
+
 def named_layout(model: str, name: str) -> Mapping[str, int] | None:
     """What config ``name`` puts on one GPU of ``model``: profile -> count; None for ``all-disabled``.
 
-    ``all-enabled`` is ``{}`` (MIG on, no instances). A name that NVIDIA does not define for this model
-    raises ``UnknownMigConfig`` listing the valid names.
+    ``all-enabled`` is ``{}`` (MIG on, no instances). A name that NVIDIA does not define for every
+    device id of this model raises ``UnknownMigConfig`` saying why and listing the valid names.
     """
+    valid = ", ".join(named_layout_names(model))
     for config in DEFAULT_CONFIGS:
         if config.name != name:
             continue
         entry = _entry_for(model, config)
         if entry is None:
-            break
+            raise UnknownMigConfig(f"{model}: {_why_not(model, config)}; valid for {model}: {valid}")
         return None if entry.mig_devices is None else dict(entry.mig_devices)
-    valid = ", ".join(named_layout_names(model))
-    raise UnknownMigConfig(f"{model}: NVIDIA's default mig-parted config has no {name!r} for it; valid: {valid}")
+    raise UnknownMigConfig(f"{model}: NVIDIA's default mig-parted config has no {name!r}; valid for {model}: {valid}")

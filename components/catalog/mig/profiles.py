@@ -196,13 +196,27 @@ _CATALOG: tuple[MigGpu, ...] = (
         ("GH200 96GB", "H100 96GB", "PG506-96GB", "H20"),
         "gpu-operator default-mig-parted-config (H100-96GB / GH200-96GB entries)",
     ),
+    # The two H200 boards share one profile table but not one device id, and NVIDIA's default config
+    # treats the ids differently: all-balanced filters ["0x233510DE", "0x233B10DE"] ("H200 141GB, H200
+    # NVL", in that order), all-1g.35gb only ["0x233510DE"] ("H200-141GB"). A real H200 SXM reports
+    # 0x233510DE (tests/fixtures/nvidia-smi); NVIDIA/gpu-admin-tools gpu/devid_names.py names both
+    # 0x2335 and 0x233B "H200". One key per id, so a named config is offered only where it applies.
     MigGpu(
         "H200-141GB",
         SEVEN_SLICE,
         _seven_slice_profiles("18gb", "35gb", "71gb", "141gb"),  # MIG guide H200 table
-        ("0x233510DE", "0x233B10DE"),  # gpu-operator filter "H200 141GB, H200 NVL"
-        ("H200-SXM5-141GB", "H200 NVL"),
+        ("0x233510DE",),  # gpu-operator filters "H200 141GB" / "H200-141GB"
+        ("H200-SXM5-141GB",),
         "MIG guide H200 table; gpu-operator default-mig-parted-config",
+    ),
+    MigGpu(
+        "H200-NVL-141GB",
+        SEVEN_SLICE,
+        # Same table: NVIDIA's all-balanced gives both ids 1g.18gb / 2g.35gb / 3g.71gb.
+        _seven_slice_profiles("18gb", "35gb", "71gb", "141gb"),
+        ("0x233B10DE",),  # gpu-operator filter "H200 141GB, H200 NVL", second id
+        ("H200 NVL",),
+        "MIG guide H200 table; gpu-operator default-mig-parted-config (all-balanced H200 NVL entry)",
     ),
     MigGpu(
         "GH200-144GB",
