@@ -1,0 +1,1 @@
+"""Tests of bare metal (mirrors the package layout)."""

@@ -1,0 +1,1 @@
+"""Tests of gpu operator (mirrors the package layout)."""

@@ -1,0 +1,1 @@
+"""Tests of host driver removal (mirrors the package layout)."""

@@ -1,0 +1,1 @@
+"""Tests of mig (mirrors the package layout)."""

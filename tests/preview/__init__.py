@@ -1,0 +1,1 @@
+"""Tests of preview (mirrors the package layout)."""

@@ -1,0 +1,1 @@
+"""Tests of smoke test (mirrors the package layout)."""

@@ -1,0 +1,1 @@
+"""Tests of stack (mirrors the package layout)."""

@@ -1,0 +1,1 @@
+"""Tests of yandex (mirrors the package layout)."""
