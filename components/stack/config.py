@@ -23,6 +23,7 @@ from components.gpu_operator.config import GpuOperatorConfig
 from components.host_driver_removal.config import HostDriverRemovalConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
+from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
 
@@ -65,6 +66,7 @@ class StackConfig(ConfigModel):
     kubeflow: KubeflowConfig | None = None
     mig: MigSettings = MigSettings()
     smoke_test: SmokeTestConfig = SmokeTestConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
 
     @model_validator(mode="before")
     @classmethod
@@ -111,6 +113,7 @@ class StackConfig(ConfigModel):
         yield from self.gpu_operator.problems("gpuOperator")
         if self.kubeflow is not None and self.kubeflow.enabled:
             yield from self.kubeflow.problems("kubeflow")
+        yield from self.observability.problems("observability")
 
 
 def top_level_keys() -> list[str]:

@@ -22,6 +22,7 @@ from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.host_driver_removal.component import HostDriverRemoval, HostDriverRemovalArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
+from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
@@ -44,6 +45,7 @@ class Platform:
     node_labels: BareMetalNodeLabels | None = None
     mig_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
+    observability: Observability | None = None
 
 
 def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
@@ -108,6 +110,11 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 provider=provider,
                 depends_on=[platform.gpu_operator, *operator_prerequisites],
             ),
+        )
+    if plan.observability is not None and platform.gpu_operator is not None:
+        platform.observability = Observability(
+            "observability",
+            ObservabilityArgs(plan=plan.observability, provider=provider, depends_on=[platform.gpu_operator]),
         )
     kubeflow = stack.kubeflow
     if kubeflow is not None and kubeflow.enabled and secrets.dex_password_hash is not None:
