@@ -113,8 +113,12 @@ def _thermal_throttling(_context: AlertContext, threshold: float | None) -> str:
 
 
 def _nvlink_errors(_context: AlertContext, threshold: float | None) -> str:
-    fields = "|".join(facts.NVLINK_ERROR_FIELDS)
-    return f'sum by ({GPU_LABELS}) (increase({{__name__=~"{fields}"}}[15m])) > {_number(threshold)}'
+    # increase() drops the metric name, so each counter gets a "field" label before the union: without
+    # it the counters of one GPU would collide ("vector cannot contain metrics with the same labelset").
+    increases = " or ".join(
+        f'label_replace(increase({name}[15m]), "field", "{name}", "", "")' for name in facts.NVLINK_ERROR_FIELDS
+    )
+    return f"sum by ({GPU_LABELS}) ({increases}) > {_number(threshold)}"
 
 
 def _allocatable_zero(_context: AlertContext, _threshold: float | None) -> str:
