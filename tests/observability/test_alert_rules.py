@@ -80,7 +80,7 @@ def test_promtool_checks_every_rule_file_the_program_ships(shipped: tuple[str, P
 
 
 def test_the_shipped_rules_pass_the_scenarios_of_their_alerts(shipped: tuple[str, ProgramRun], tmp_path: Path) -> None:
-    stack, run = shipped
+    _stack, run = shipped
     rule_file = shipped_rule_file(run)
     names = {rule["alert"] for group in rule_file["groups"] for rule in group["rules"]}
     smoke_job = next(
