@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.observability.alerts import ALERT_NAMES, AlertContext, plan_alerts, rule_groups
+from components.observability.alerts import ALERT_NAMES, AlertContext, AlertRule, plan_alerts, rule_groups
 from components.observability.config import AlertOverride
 from components.observability.plan import RULE_FILE_KEY, RULES_NAME
 from preview.runner import ProgramRun, run_program
+from tests.helpers import plan_raw, stack_raw
 from tests.observability import promtool
 from tests.observability.scenarios import Scenario, promtool_tests, scenarios
 
@@ -41,9 +42,8 @@ def shipped_rule_file(run: ProgramRun) -> dict:
     return yaml.safe_load(resource.inputs["data"][RULE_FILE_KEY])
 
 
-def _promtool_test(tmp_path: Path, rule_file: dict, context: AlertContext, chosen: list[Scenario]) -> str:
+def _promtool_test(tmp_path: Path, rule_file: dict, rules: tuple[AlertRule, ...], chosen: list[Scenario]) -> str:
     promtool.write_yaml(tmp_path / "rules.yaml", rule_file)
-    rules = plan_alerts(context, {})
     promtool.write_yaml(tmp_path / "tests.yaml", promtool_tests("rules.yaml", list(rules), chosen))
     result = promtool.run("test", "rules", "tests.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -66,7 +66,7 @@ def test_promtool_checks_the_full_rule_set(tmp_path: Path) -> None:
 
 def test_every_alert_fires_on_its_series_and_stays_quiet_on_healthy_ones(tmp_path: Path) -> None:
     rule_file = {"groups": rule_groups(plan_alerts(EVERYTHING, {}))}
-    output = _promtool_test(tmp_path, rule_file, EVERYTHING, scenarios())
+    output = _promtool_test(tmp_path, rule_file, plan_alerts(EVERYTHING, {}), scenarios())
     assert "SUCCESS" in output
 
 
@@ -80,15 +80,16 @@ def test_promtool_checks_every_rule_file_the_program_ships(shipped: tuple[str, P
 
 
 def test_the_shipped_rules_pass_the_scenarios_of_their_alerts(shipped: tuple[str, ProgramRun], tmp_path: Path) -> None:
-    _stack, run = shipped
+    stack, run = shipped
     rule_file = shipped_rule_file(run)
     names = {rule["alert"] for group in rule_file["groups"] for rule in group["rules"]}
+    plan = plan_raw(stack_raw(stack)).observability
+    assert plan is not None and set(plan.alert_names) == names
     smoke_job = next(
         r.inputs["metadata"]["name"] for r in run.by_type("kubernetes:batch/v1:Job") if r.name.startswith("gpu-smoke")
     )
     chosen = [s for s in scenarios(smoke_job=smoke_job) if s.alert in names]
-    context = AlertContext(**{**EVERYTHING.__dict__, "smoke_jobs": (smoke_job,)})
-    _promtool_test(tmp_path, rule_file, context, chosen)
+    _promtool_test(tmp_path, rule_file, plan.alerts, chosen)
 
 
 def test_stacks_ship_the_alerts_their_hardware_needs(shipped: tuple[str, ProgramRun]) -> None:

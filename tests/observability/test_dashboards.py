@@ -7,16 +7,14 @@ are replaced by values first, as Grafana does before it sends a query).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from grafana_foundation_sdk.models.dashboard import Dashboard, Panel, RowPanel
-
-from components.catalog.observability import GRAFANA_UID_MAX_LENGTH
 from grafana_foundation_sdk.models.prometheus import Dataquery
 
+from components.catalog.observability import GRAFANA_UID_MAX_LENGTH
 from components.observability.dashboards import DashboardContext, dashboard_uid, encode, load, plan_dashboards
 from preview.runner import run_program
 from tests.helpers import plan_raw, set_path, stack_raw
