@@ -292,6 +292,8 @@ DEFINITIONS: tuple[AlertDefinition, ...] = (
 )
 
 ALERT_NAMES: tuple[str, ...] = tuple(definition.name for definition in DEFINITIONS)
+#: Alert name -> what its threshold means, for the alerts that have one (the others refuse ``threshold``).
+THRESHOLDS: dict[str, str] = {d.name: d.threshold_meaning for d in DEFINITIONS if d.threshold is not None}
 GROUP_ORDER = ("gpu-health", "rollouts")
 
 

@@ -17,7 +17,7 @@ from pydantic import Field
 from components.base.config_model import ConfigModel, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import dns_label_problem
-from components.observability.alerts import ALERT_NAMES
+from components.observability.alerts import ALERT_NAMES, THRESHOLDS
 
 #: A Prometheus duration as rule files take it (``30s``, ``5m``, ``1h30m``).
 _DURATION = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
@@ -88,5 +88,10 @@ class ObservabilityConfig(ConfigModel):
                 problem = duration_problem(override.for_)
                 if problem:
                     yield Problem(join_path(alert_path, "for"), problem)
-            if override.threshold is not None and override.threshold < 0:
+            if override.threshold is not None and name in ALERT_NAMES and name not in THRESHOLDS:
+                with_one = ", ".join(f"{alert} ({meaning})" for alert, meaning in sorted(THRESHOLDS.items()))
+                yield Problem(
+                    join_path(alert_path, "threshold"), f"{name} has no threshold; alerts with one: {with_one}"
+                )
+            elif override.threshold is not None and override.threshold < 0:
                 yield Problem(join_path(alert_path, "threshold"), f"{override.threshold} must not be negative")

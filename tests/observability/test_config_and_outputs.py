@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from components.observability.alerts import DEFINITIONS
 from preview.runner import run_program
-from tests.helpers import plan_raw, refusal, set_path, stack_raw
+from tests.helpers import ROOT, plan_raw, refusal, set_path, stack_raw
 
 
 def _with(stack: str, section: dict) -> dict:
@@ -37,6 +38,9 @@ def test_bad_durations_thresholds_severities_and_names_name_their_keys() -> None
     assert "'15 minutes' is not a Prometheus duration like 30s, 5m or 1h30m" in lines[0]
     (severity,) = refusal(_with("dev", {"alerts": {"GpuFellOffTheBus": {"severity": "page"}}}))
     assert severity.startswith("observability.alerts.GpuFellOffTheBus.severity: 'page' is not allowed")
+    (no_threshold,) = refusal(_with("dev", {"alerts": {"GpuCriticalXid": {"threshold": 3}}}))
+    assert no_threshold.startswith("observability.alerts.GpuCriticalXid.threshold: GpuCriticalXid has no threshold")
+    assert "GpuThermalThrottling (share of time throttled (0-1))" in no_threshold
     (unknown,) = refusal(_with("dev", {"alert": {}}))
     assert unknown.startswith("observability.alert: unknown key; allowed keys: alerts, dashboards, enabled")
 
@@ -82,3 +86,11 @@ def test_outputs_name_the_dashboards_and_alerts_other_teams_link_to() -> None:
     dev = run_program("dev").outputs["observability"]
     assert dev["rules"]["kind"] == "ConfigMap"
     assert "GpuNvlinkErrors" not in dev["alerts"]
+
+
+def test_every_alert_has_a_runbook_section_with_its_severity() -> None:
+    runbooks = (ROOT / "docs" / "runbooks.md").read_text()
+    sections = {part.split("\n", 1)[0].strip(): part for part in runbooks.split("\n## ")[1:]}
+    for definition in DEFINITIONS:
+        assert definition.name in sections, f"docs/runbooks.md has no section for {definition.name}"
+        assert f"Severity: {definition.severity}" in sections[definition.name], definition.name
