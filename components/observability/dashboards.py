@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from grafana_foundation_sdk.builders import dashboard as board
 from grafana_foundation_sdk.builders import prometheus, stat, table, text, timeseries
-from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog import runtime
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import prometheus as prometheus_model
 from grafana_foundation_sdk.models import stat as stat_model
 from grafana_foundation_sdk.models import table as table_model
