@@ -165,8 +165,10 @@ NVLINK_ERROR_FIELDS: Final = tuple(
     field.name for field in DCGM_FIELDS if field.group is FieldGroup.NVLINK and "ERROR" in field.name
 )
 
-# Labels dcgm-exporter puts on every series (NVIDIA/dcgm-exporter README, "Hostname" is the node name
-# the GPU Operator's DaemonSet passes in NODE_NAME; GPU_I_* only on MIG instances).
+# Labels dcgm-exporter puts on every series. "Hostname" is the node name: the GPU Operator's exporter
+# DaemonSet passes spec.nodeName as NODE_NAME (NVIDIA/gpu-operator assets/state-dcgm-exporter/0800_daemonset.yaml,
+# commit 06faaf0cca8a7ea15613b03f86f101e5e225b69d), which dcgm-exporter reports as Hostname. GPU_I_* only
+# on MIG instances (NVIDIA/dcgm-exporter issue #272 shows them).
 DCGM_NODE_LABEL: Final = "Hostname"
 DCGM_GPU_LABEL: Final = "gpu"
 DCGM_MIG_INSTANCE_LABEL: Final = "GPU_I_ID"
