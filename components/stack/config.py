@@ -24,6 +24,7 @@ from components.gpu_operator.config import GpuOperatorConfig
 from components.host_driver_removal.config import HostDriverRemovalConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
+from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
 
@@ -66,6 +67,7 @@ class StackConfig(ConfigModel):
     kubeflow: KubeflowConfig | None = None
     mig: MigSettings = MigSettings()
     smoke_test: SmokeTestConfig = SmokeTestConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
 
     @model_validator(mode="before")
     @classmethod
@@ -118,6 +120,7 @@ class StackConfig(ConfigModel):
         yield from self.smoke_test.problems("smokeTest", pool_names)
         if self.kubeflow is not None and self.kubeflow.enabled:
             yield from self.kubeflow.problems("kubeflow")
+        yield from self.observability.problems("observability")
 
 
 def _version_skew_problems(group: NodeGroupConfig, cluster_version: str, path: str) -> Iterator[Problem]:

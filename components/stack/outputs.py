@@ -15,6 +15,7 @@ from components.catalog.kubeflow_manifests import DEX_ISSUER
 from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
 from components.mig.plan import demand_outputs
+from components.observability.plan import RULES_NAME
 from components.stack.program import Platform
 from components.yandex.naming import replacement_fields
 
@@ -99,6 +100,23 @@ def kubeflow_outputs(platform: Platform) -> dict[str, Any] | None:
     }
 
 
+def observability_outputs(platform: Platform) -> dict[str, Any] | None:
+    """Where the alert rules and the dashboards are, by name and UID, so other teams can link to them."""
+    plan = platform.plan.observability
+    if platform.observability is None or plan is None:
+        return None
+    return {
+        "namespace": plan.namespace,
+        "alerts": plan.alert_names,
+        "rules": {"kind": "PrometheusRule" if plan.prometheus_operator else "ConfigMap", "name": RULES_NAME},
+        "dashboards": {
+            spec.view: {"uid": spec.uid, "title": spec.title, "configMap": spec.uid} for spec in plan.dashboards
+        },
+        "metricsConfigMap": plan.config.metrics.config_map_name,
+        "kubeStateMetricsNodeLabels": list(plan.node_labels),
+    }
+
+
 def export_outputs(platform: Platform) -> None:
     """Export the contract."""
     stack = platform.plan.config
@@ -124,3 +142,4 @@ def export_outputs(platform: Platform) -> None:
         "mig",
         {"strategy": platform.plan.mig.strategy, "demand": demand_outputs(platform.plan.mig)},
     )
+    pulumi.export("observability", observability_outputs(platform))

@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
 from components.catalog.pools import GpuPool
 from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.mig.plan import MigPlanResult, mig_values, plan_mig
+from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.config import StackConfig
 from components.stack.pools import gpu_pools, mig_requests
@@ -38,6 +40,7 @@ class Plan:
     mig: MigPlanResult
     operator: OperatorPlan | None  # None: the operator is off, or there are no GPU pools
     smoke_targets: tuple[SmokeTarget, ...]
+    observability: ObservabilityPlan | None = None  # None: off, or no operator (nothing to observe)
     #: Settings that are legal but risky, each with why; the program prints each once.
     warnings: tuple[str, ...] = ()
 
@@ -72,20 +75,46 @@ def plan_stack(stack: StackConfig) -> Plan:
     if problems:
         raise StackConfigError(problems)
     operator = None
+    targets: tuple[SmokeTarget, ...] = ()
+    observability = None
     if driver is not None:
+        if stack.smoke_test.enabled:
+            resources = {pool.name: mig.resources_per_node(pool) for pool in pools}
+            targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools))
+        observability = _observability(stack, pools, driver, targets)
+        # The operator values of two capabilities, merged before the call (MIG's, then observability's).
+        fragments = deep_merge(mig_values(stack.mig, mig), observability.operator_values if observability else {})
         values = build_values(
             stack.gpu_operator,
             pools,
             driver,
             toolkit=toolkit_enabled(stack.gpu_operator, host_configures_containerd),
-            mig_values=mig_values(stack.mig, mig),
+            mig_values=fragments,
         )
         operator = OperatorPlan(driver, values)
-    targets: tuple[SmokeTarget, ...] = ()
-    if stack.smoke_test.enabled and operator is not None:
-        resources = {pool.name: mig.resources_per_node(pool) for pool in pools}
-        targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools))
-    return Plan(config=stack, pools=pools, mig=mig, operator=operator, smoke_targets=targets, warnings=_warnings(stack))
+    return Plan(
+        config=stack,
+        pools=pools,
+        mig=mig,
+        operator=operator,
+        smoke_targets=targets,
+        observability=observability,
+        warnings=_warnings(stack),
+    )
+
+
+def _observability(
+    stack: StackConfig, pools: tuple[GpuPool, ...], driver: DriverPlan, targets: tuple[SmokeTarget, ...]
+) -> ObservabilityPlan | None:
+    facts = StackFacts(
+        cluster=stack.cluster.name,
+        operator_namespace=stack.gpu_operator.namespace,
+        prometheus_operator=stack.gpu_operator.prometheus_operator,
+        operator_driver=driver.owner == "operator",
+        host_driver_removal=any(pool.host_driver_removal for pool in pools),
+        smoke_jobs=tuple(target.job_name for target in targets),
+    )
+    return plan_observability(stack.observability, pools, facts)
 
 
 def _warnings(stack: StackConfig) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.host_driver_removal.component import HostDriverRemoval, HostDriverRemovalArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
+from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
@@ -45,6 +46,7 @@ class Platform:
     node_labels: BareMetalNodeLabels | None = None
     mig_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
+    observability: Observability | None = None
 
 
 def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
@@ -116,6 +118,11 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 # A Job must not run before its node carries its MIG layout (bare metal: the patches).
                 depends_on=[platform.gpu_operator, *operator_prerequisites, *mig_labels],
             ),
+        )
+    if plan.observability is not None and platform.gpu_operator is not None:
+        platform.observability = Observability(
+            "observability",
+            ObservabilityArgs(plan=plan.observability, provider=provider, depends_on=[platform.gpu_operator]),
         )
     kubeflow = stack.kubeflow
     if kubeflow is not None and kubeflow.enabled and secrets.dex_password_hash is not None:
