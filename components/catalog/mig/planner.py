@@ -34,7 +34,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
-from typing import Any
 
 from components.catalog.mig.errors import MigPlanError, UnknownMigProfile
 from components.catalog.mig.placement import Placement, place, valid_layouts
