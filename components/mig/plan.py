@@ -172,15 +172,15 @@ def plan_mig(
         path = join_path("mig", "demand", index)
         model_pools = [p for p in pools if p.model.key == demand.gpu_model]
         fleet = sum(p.gpus_per_node * p.max_nodes for p in model_pools)
-        configured = [(p, result.pools[p.name]) for p in model_pools if p.name in result.pools]
-        in_place = [(p.model.key, layout) for p, d in configured for layout in d.gpu_layouts * p.max_nodes]
+        decided = [(p, result.pools[p.name]) for p in model_pools if p.name in result.pools]
+        in_place = [(p.model.key, layout) for p, d in decided for layout in d.gpu_layouts * p.max_nodes]
         try:
             planned = catalog.plan(demand.gpu_model, demand.profiles, fleet, current=in_place)
         except (catalog.MigError, ValueError) as error:
             problems.append(Problem(path, str(error)))
             continue
         result.demand_plans.append(planned)
-        missing = "" if demand.gpu_model in unresolved else _not_provided(demand.profiles, configured)
+        missing = "" if demand.gpu_model in unresolved else _not_provided(demand.profiles, decided)
         if missing:
             problems.append(Problem(path, missing + _planned_instead(planned)))
     if not problems and any(not d.named for d in result.pools.values()):
