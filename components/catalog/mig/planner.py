@@ -41,10 +41,13 @@ from components.catalog.mig.profiles import mig_gpu, mig_models
 
 Vector = tuple[int, ...]
 Layout = Mapping[str, int] | None
-CurrentGpu = tuple[str, Layout]  # (model, layout in place now; None or {} for MIG disabled)
+# GPUs in place now: (model, layout) for one GPU, or (model, layout, count) for ``count`` identical ones;
+# a layout of None or {} is a GPU with MIG disabled.
+CurrentGpu = tuple[str, Layout] | tuple[str, Layout, int]
 InPlace = Counter[tuple[str, tuple[tuple[str, int], ...]]]  # (model, sorted layout items) -> GPUs
 
 SOLVER = "HiGHS (scipy.optimize.milp)"
+_INF = float("inf")
 TIME_LIMIT_S = 30.0  # far above any solve seen (docs/mig.md); a solve that hits it is reported, not used
 
 
@@ -92,8 +95,11 @@ class MigPlan:
         return dict(total)
 
     def in_place(self) -> tuple[CurrentGpu, ...]:
-        """The plan as ``current`` for the next plan: what the GPUs hold once it is applied."""
-        return tuple((gpu.model, dict(gpu.layout)) for gpu in self.gpus)
+        """The plan as ``current`` for the next plan: (model, layout, GPUs) per distinct layout, once applied."""
+        groups: dict[int, tuple[Placement, int]] = {}  # by object: the plan repeats one Placement per layout
+        for gpu in self.gpus:
+            groups[id(gpu)] = (gpu, groups[id(gpu)][1] + 1 if id(gpu) in groups else 1)
+        return tuple((gpu.model, dict(gpu.layout), n) for gpu, n in groups.values())
 
 
 @dataclass(frozen=True)
@@ -151,15 +157,23 @@ def _vector(names: Sequence[str], layout: Layout) -> Vector:
 def _current(fleet: Mapping[str, int], current: Iterable[CurrentGpu]) -> InPlace:
     """GPUs in place now, counted per (model, layout); each layout placeable, no more GPUs than the fleet."""
     counts: InPlace = Counter()
+    # Per layout object (the same dict often stands for many GPUs), holding the object so its id stays its own.
+    keys: dict[int, tuple[Layout, tuple[tuple[str, int], ...]]] = {}
+    for item in current:
+        model, layout = item[0], item[1]
+        count = item[2] if len(item) == 3 else 1
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise MigPlanError(f"a current layout's GPU count must be an integer >= 0, got {count!r}")
+        if id(layout) not in keys:
+            keys[id(layout)] = (layout, tuple(sorted((n, c) for n, c in (layout or {}).items() if c)))
+        counts[(model, keys[id(layout)][1])] += count
     per_model: Counter[str] = Counter()
-    for model, layout in current:
+    for (model, key), n in counts.items():  # each distinct layout checked once: fleets reach 10^5 GPUs
         if model not in fleet:
             raise MigPlanError(f"a current layout is for {model}, which the fleet does not have ({', '.join(fleet)})")
-        if layout:
-            place(model, layout)  # MigLayoutError says why it cannot be in place
-        key = tuple(sorted((n, c) for n, c in (layout or {}).items() if c))
-        counts[(model, key)] += 1
-        per_model[model] += 1
+        if key:
+            place(model, dict(key))  # MigLayoutError says why it cannot be in place
+        per_model[model] += n
     for model, n in per_model.items():
         if n > fleet[model]:
             raise MigPlanError(f"{n} current layouts given for {model}, but the fleet has {fleet[model]} GPUs")
@@ -243,60 +257,61 @@ def plan_fleet(
     in_place = _current(sizes, current)
     current_given = bool(in_place)
 
-    # Columns: (model, layout vector, kind) with kind "keep" (a current GPU as is, at most as many as
-    # are in place), "move" (a current GPU re-partitioned: counts as a change) or "free" (a GPU that
-    # nothing describes: no change). Without ``current`` only "free" columns exist.
+    # Columns: (model, layout vector, kind) with kind "keep" (GPUs in place left as they are, at most as
+    # many as have that layout), "new" (GPUs given a maximal layout: free GPUs first, then GPUs in place)
+    # and, per model with GPUs in place, one "changes" column: at least the new GPUs beyond the free ones,
+    # i.e. the GPUs in place that get re-partitioned. One "new" column per layout (not one per source)
+    # keeps the second solve free of symmetric twins, which made it slow.
+    zero = tuple(0 for _ in names)
     columns: list[tuple[str, Vector, str]] = []
     upper: list[float] = []
+    placed = {model: sum(n for (m, _), n in in_place.items() if m == model) for model in sizes}
     for model, size in sizes.items():
-        maximal = [_vector(names, layout) for layout in maximal_layouts(model)]
-        placed = sum(n for (m, _), n in in_place.items() if m == model)
-        for (m, key), n in sorted(in_place.items(), key=lambda item: (item[0][0], item[0][1])):
+        for (m, key), n in sorted(in_place.items()):
             if m == model and key:
                 columns.append((model, _vector(names, dict(key)), "keep"))
                 upper.append(n)
-        for vector in maximal:
-            if placed:
-                columns.append((model, vector, "move"))
-                upper.append(placed)
-            if size > placed:
-                columns.append((model, vector, "free"))
-                upper.append(size - placed)
+        for layout in maximal_layouts(model):
+            columns.append((model, _vector(names, layout), "new"))
+            upper.append(size)
+        if placed[model]:
+            columns.append((model, zero, "changes"))
+            upper.append(placed[model])
 
-    def coverage_rows(slack: Sequence[int] = ()) -> list[tuple[list[int], float, float]]:
-        rows = []
-        for i, need in enumerate(wanted):
-            row = [vector[i] for _, vector, _ in columns] + [1 if j == i else 0 for j in range(len(slack))]
-            rows.append((row, float(need), float("inf")))
-        return rows
+    def coverage_rows(slack: int = 0) -> list[tuple[list[int], float, float]]:
+        return [
+            ([vector[i] for _, vector, _ in columns] + [1 if j == i else 0 for j in range(slack)], float(need), _INF)
+            for i, need in enumerate(wanted)
+        ]
 
-    def capacity_rows(extra: int = 0) -> list[tuple[list[int], float, float]]:
+    def capacity_rows(slack: int = 0) -> list[tuple[list[int], float, float]]:
         rows = []
         for model, size in sizes.items():
-            placed = sum(n for (m, _), n in in_place.items() if m == model)
-            row = [1 if m == model else 0 for m, _, _ in columns] + [0] * extra
-            rows.append((row, 0.0, float(size)))
-            if placed:  # kept and moved GPUs come out of the GPUs in place
-                moved = [1 if m == model and kind != "free" else 0 for m, _, kind in columns] + [0] * extra
-                rows.append((moved, 0.0, float(placed)))
+            gpus = [1 if m == model and kind != "changes" else 0 for m, _, kind in columns] + [0] * slack
+            rows.append((gpus, 0.0, float(size)))
+            if placed[model]:  # new GPUs - changes <= free GPUs
+                new = [
+                    (1 if kind == "new" else -1 if kind == "changes" else 0) if m == model else 0
+                    for m, _, kind in columns
+                ]
+                rows.append((new + [0] * slack, -_INF, float(size - placed[model])))
         return rows
 
-    gpus_row = [1] * len(columns)
-    first = _solve(gpus_row, coverage_rows() + capacity_rows(), upper)
+    gpus_row = [0 if kind == "changes" else 1 for _, _, kind in columns]
+    base = coverage_rows() + capacity_rows()
+    first = _solve(gpus_row, base, upper)
     if first is None:
         raise MigPlanError(_shortfall(names, wanted, sizes, columns, upper, capacity_rows, coverage_rows))
     solution, status, bound = first, first.status, first.bound
     if current_given:
         limit = first.objective + extra_gpus
-        changes_row = [1 if kind == "move" else 0 for _, _, kind in columns]
-        rows = coverage_rows() + capacity_rows() + [(gpus_row, 0.0, float(limit))]
-        second = _solve(changes_row, rows, upper)
+        changes_row = [1 if kind == "changes" else 0 for _, _, kind in columns]
+        second = _solve(changes_row, [*base, (gpus_row, 0.0, float(limit))], upper)
         if second is None:  # cannot happen: the first solution is feasible here
             raise MigPlanError(f"the MILP solver ({SOLVER}) lost the plan of {first.objective} GPUs")
         solution = second
         if extra_gpus:  # the trade-off allowed more GPUs: now the fewest GPUs at that number of changes
-            rows = coverage_rows() + capacity_rows() + [(changes_row, 0.0, float(second.objective))]
-            third = _solve(gpus_row, rows, upper)
+            third = _solve(gpus_row, [*base, (changes_row, 0.0, float(second.objective))], upper)
             solution = third or second
     gpus, flags = _ordered(names, _trimmed(wanted, columns, solution.x), in_place, sizes)
     return MigPlan(
@@ -318,7 +333,7 @@ def _shortfall(
     columns: Sequence[tuple[str, Vector, str]],
     upper: Sequence[float],
     capacity_rows: Callable[[int], list[tuple[list[int], float, float]]],
-    coverage_rows: Callable[[Sequence[int]], list[tuple[list[int], float, float]]],
+    coverage_rows: Callable[[int], list[tuple[list[int], float, float]]],
 ) -> str:
     """The refusal: GPUs the demand needs without the fleet's limit, and what the full fleet leaves missing."""
     every = [_vector(names, layout) for model in sizes for layout in maximal_layouts(model)]
@@ -327,7 +342,7 @@ def _shortfall(
     if unlimited is None:  # cannot happen: every demanded profile fits alone on a GPU of some model
         raise MigPlanError("the MILP solver found no plan even for an unlimited fleet")
     slack = [1] * len(names)
-    rows = coverage_rows(slack) + capacity_rows(len(names))
+    rows = coverage_rows(len(names)) + capacity_rows(len(names))
     missing = _solve([0] * len(columns) + slack, rows, [*upper, *wanted])
     short = {} if missing is None else dict(zip(names, missing.x[len(columns) :], strict=True))
     fleet = sum(sizes.values())
@@ -351,7 +366,9 @@ def _trimmed(wanted: Vector, columns: Sequence[tuple[str, Vector, str]], x: Sequ
 
     Works on groups, not single GPUs, so the cost grows with distinct layouts, not with the fleet.
     """
-    groups: list[Group] = [(m, v, kind == "keep", n) for (m, v, kind), n in zip(columns, x, strict=True) if n]
+    groups: list[Group] = [
+        (m, v, kind == "keep", n) for (m, v, kind), n in zip(columns, x, strict=True) if n and kind != "changes"
+    ]
     surplus = [sum(g[1][i] * g[3] for g in groups) - need for i, need in enumerate(wanted)]
     for i in range(len(wanted)):
         trimmed: list[Group] = []
@@ -414,7 +431,7 @@ def plan(
     """``plan_fleet`` for a fleet of one model; ``current`` may then give bare layouts."""
     if isinstance(fleet_size, bool) or not isinstance(fleet_size, int) or fleet_size < 0:
         raise MigPlanError(f"fleet size must be an integer >= 0, got {fleet_size!r}")
-    gpus = [item if isinstance(item, tuple) else (model, item) for item in current]
+    gpus: list[CurrentGpu] = [item if isinstance(item, tuple) else (model, item) for item in current]
     return plan_fleet(demand, {model: fleet_size}, current=gpus, extra_gpus=extra_gpus)
 
 
