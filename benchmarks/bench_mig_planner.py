@@ -127,9 +127,7 @@ def main() -> None:
         at_bound += result.gpus_used == result.lower_bound
         accepted, refused = _fleet_checks(model, demand, result.gpus_used)
         fleet_ok += accepted and refused
-    print(
-        f"\n{RANDOM_DEMANDS} random demands (seed {SEED}, every MIG model, {min(sizes)} to {max(sizes)} instances):"
-    )
+    print(f"\n{RANDOM_DEMANDS} random demands (seed {SEED}, every MIG model, {min(sizes)} to {max(sizes)} instances):")
     print(f"  optimal {optimal}/{RANDOM_DEMANDS}, GPUs used = proven bound {at_bound}/{RANDOM_DEMANDS}")
     print(f"  fleet = optimum accepted and optimum - 1 refused: {fleet_ok}/{RANDOM_DEMANDS}")
     print(f"  wall: {_ms(walls)}")
