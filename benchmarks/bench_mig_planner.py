@@ -8,7 +8,8 @@ bound's worst cases (issue 16) and for seeded random demands of 10 to 1,000,000 
   1 s; wall time suffers when the machine is shared, so the load average is printed too);
 - that a fleet exactly the size of the optimum is accepted and one GPU less refused;
 - stability: after a change of up to 10% per profile, the GPUs a plan re-partitions when it knows the
-  layouts in place, against a plan that does not (both on the same, optimal, number of GPUs).
+  layouts in place, against a plan that does not (both on the same, optimal, number of GPUs), on a
+  fleet with 10% unused GPUs and on one with none.
 """
 
 from __future__ import annotations
@@ -145,23 +146,31 @@ def main() -> None:
 
 
 def _stability(rng: random.Random) -> None:
+    for spare in (0.1, 0.0):
+        _stability_run(random.Random(rng.random()), spare)
+
+
+def _stability_run(rng: random.Random, spare: float) -> None:
     kept_share: list[float] = []
     fresh_share: list[float] = []
     walls: list[float] = []
     same_count = 0
     for _ in range(STABILITY_DEMANDS):
         model, demand = _random_demand(rng)
-        fleet = plan(model, demand, sum(demand.values())).gpus_used
-        fleet += max(1, fleet // 10)  # the fleet: the plan's GPUs in place plus 10% unused
-        previous = plan(model, demand, fleet)
         changed = _changed(rng, demand)
+        needed = max(plan(model, d, sum(d.values())).gpus_used for d in (demand, changed))
+        fleet = needed + (max(1, round(needed * spare)) if spare else 0)
+        previous = plan(model, demand, fleet)
         fresh = plan(model, changed, fleet)
         stable, wall, _ = _timed(lambda m=model, c=changed, f=fleet, p=previous: plan(m, c, f, current=p.in_place()))  # type: ignore[misc]
         walls.append(wall)
         same_count += stable.gpus_used == fresh.gpus_used
         kept_share.append(stable.repartitioned / max(1, stable.gpus_used))
         fresh_share.append(_without_stability(previous, fresh) / max(1, fresh.gpus_used))
-    print(f"\nstability: {STABILITY_DEMANDS} random demands, each profile changed by up to 10%, fleet = plan + 10%:")
+    print(
+        f"\nstability: {STABILITY_DEMANDS} random demands, each profile changed by up to 10%, "
+        f"fleet = the larger optimum + {spare:.0%} unused GPUs:"
+    )
     print(f"  same GPU count as without stability: {same_count}/{STABILITY_DEMANDS}")
     _share("with the layouts in place", kept_share)
     _share("without (plan from scratch)", fresh_share)
