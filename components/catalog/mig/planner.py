@@ -103,14 +103,6 @@ class MigPlan:
         return tuple((gpu.model, dict(gpu.layout), n) for gpu, n in groups.values())
 
 
-@dataclass(frozen=True)
-class _Model:
-    """One GPU model's profiles as count vectors over the plan's profile names."""
-
-    model: str
-    maximal: tuple[Vector, ...]
-
-
 @cache
 def maximal_layouts(model: str) -> tuple[Mapping[str, int], ...]:
     """The placeable layouts of ``model`` to which no further GI can be added (cached per model)."""
