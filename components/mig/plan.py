@@ -141,6 +141,7 @@ def plan_mig(
     """Resolve every pool and the demand; problems carry config paths. Called once per run, by the stack plan."""
     result = MigPlanResult()
     problems: list[Problem] = []
+    unresolved: set[str] = set()  # models with a pool refused above: their layouts are not checked against demand
     for pool in pools:
         request = requests[pool.name]
         path, mig, platform_offers_mig = request.config_path, request.config, request.platform_offers_mig
@@ -152,6 +153,7 @@ def plan_mig(
         except (catalog.MigError, ValueError) as error:
             key = join_path(path, "layout") if isinstance(error, catalog.UnknownMigConfig) else path
             problems.append(Problem(key, f"{pool.config_path} ({pool.model.key}): {error}"))
+            unresolved.add(pool.model.key)
             continue
         if decision is not None:
             result.pools[pool.name] = decision
@@ -168,14 +170,52 @@ def plan_mig(
         )
     result.strategy = needed if configured == "auto" else configured
     for index, demand in enumerate(settings.demand):
-        fleet = sum(p.gpus_per_node * p.max_nodes for p in pools if p.model.key == demand.gpu_model)
+        path = join_path("mig", "demand", index)
+        model_pools = [p for p in pools if p.model.key == demand.gpu_model]
+        fleet = sum(p.gpus_per_node * p.max_nodes for p in model_pools)
+        decided = [(p, result.pools[p.name]) for p in model_pools if p.name in result.pools]
+        in_place = [(p.model.key, layout) for p, d in decided for layout in d.gpu_layouts * p.max_nodes]
         try:
-            result.demand_plans.append(catalog.plan(demand.gpu_model, demand.profiles, fleet))
+            planned = catalog.plan(demand.gpu_model, demand.profiles, fleet, current=in_place)
         except (catalog.MigError, ValueError) as error:
-            problems.append(Problem(join_path("mig", "demand", index), str(error)))
+            problems.append(Problem(path, str(error)))
+            continue
+        result.demand_plans.append(planned)
+        missing = "" if demand.gpu_model in unresolved else _not_provided(demand.profiles, decided)
+        if missing:
+            problems.append(Problem(path, missing + _planned_instead(planned)))
     if not problems and any(not d.named for d in result.pools.values()):
         result.parted_config = _parted_config(result)
     return result, problems
+
+
+def _not_provided(demand: Mapping[str, int], configured: Sequence[tuple[GpuPool, PoolMig]]) -> str:
+    """What the configured layouts (every node of each pool, at its maximum size) lack of ``demand``; "" if nothing."""
+    provided: dict[str, int] = {}
+    for pool, decision in configured:
+        for layout in decision.gpu_layouts:
+            for name, count in (layout or {}).items():
+                provided[name] = provided.get(name, 0) + count * pool.max_nodes
+    missing = {name: n - provided.get(name, 0) for name, n in demand.items() if n > provided.get(name, 0)}
+    if not missing:
+        return ""
+    lacking = ", ".join(f"{provided.get(name, 0)} of {demand[name]} x {name}" for name in missing)
+    pools = ", ".join(pool.config_path for pool, _ in configured) or "no pool"
+    return f"the layouts configured ({pools}) provide {lacking}: missing {_count_text(missing)}"
+
+
+def _planned_instead(planned: catalog.MigPlan) -> str:
+    """Where to go instead: the planner's answer, and the CLI line that prints it as config."""
+    wanted = " ".join(f"{name}={n}" for name, n in planned.demand.items())
+    command = f"python -m components.catalog.mig plan --model {planned.model} --gpus {planned.fleet_size} --format yaml {wanted}"
+    return (
+        f"; the fleet can hold the demand on {planned.gpus_used} GPUs (re-partitioning {planned.repartitioned}): "
+        f"`{command}` prints their layouts"
+    )
+
+
+def _count_text(counts: Mapping[str, int]) -> str:
+    return " + ".join(f"{n} x {name}" for name, n in counts.items())
 
 
 def _parted_config(result: MigPlanResult) -> dict[str, Any]:
@@ -211,15 +251,19 @@ def mig_values(settings: MigSettings, result: MigPlanResult) -> dict[str, Any]:
 
 
 def demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
-    """The planner's answer for each declared demand: GPUs used against the lower bound, per-GPU layouts."""
+    """The planner's answer for each declared demand: the proven fewest GPUs, per-GPU layouts and placements."""
     return [
         {
             "gpuModel": plan.model,
             "demand": dict(plan.demand),
             "gpusUsed": plan.gpus_used,
             "lowerBound": plan.lower_bound,
+            "optimal": plan.optimal,
+            "solverStatus": plan.status,
             "fleetGpus": plan.fleet_size,
+            "repartitionedGpus": plan.repartitioned,
             "layouts": [dict(layout) for layout in plan.layouts],
+            "placements": [gpu.describe() for gpu in plan.gpus],
         }
         for plan in result.demand_plans
     ]

@@ -1,4 +1,4 @@
-"""Planner: valid per-GPU layouts, as few GPUs as possible, and a clear shortfall message."""
+"""Planner: valid per-GPU layouts on the proven fewest GPUs, mixed fleets, stability, clear refusals, the CLI."""
 
 from __future__ import annotations
 
@@ -11,18 +11,23 @@ from math import ceil
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.catalog.mig import (
+    MigLayoutError,
     MigPlan,
     MigPlanError,
     UnknownMigProfile,
     lower_bound,
     mig_gpu,
     mig_models,
+    place,
     plan,
+    plan_fleet,
 )
+from components.mig.config import MigConfig
 from tests.catalog.test_mig_placement import brute_force_placeable, check_placement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,12 +37,13 @@ def check_plan(result: MigPlan, demand: dict[str, int]) -> None:
     """Every GPU's layout fits (checked from the facts), and together they hold exactly the demand."""
     total: Counter[str] = Counter()
     for gpu in result.gpus:
-        check_placement(result.model, dict(gpu.layout), gpu)
+        check_placement(gpu.model, dict(gpu.layout), gpu)
         assert gpu.instances, "a GPU with nothing on it is a wasted GPU"
         total.update(gpu.layout)
     assert dict(total) == {name: n for name, n in demand.items() if n}
-    assert result.gpus_used >= result.lower_bound
+    assert result.gpus_used == result.lower_bound and result.optimal
     assert result.gpus_used <= result.fleet_size
+    assert Counter(gpu.model for gpu in result.gpus) <= Counter(result.fleet)
 
 
 def test_ten_small_and_three_large_fit_on_three_h100s():
@@ -78,25 +84,137 @@ def test_the_bound_sees_that_a_gpu_with_a_media_gi_holds_only_one_3g():
     assert result.gpus_used == 4
 
 
-def test_shortfall_states_how_many_gpus_are_needed():
-    with pytest.raises(MigPlanError, match=r"^H100-80GB: 5 x 7g\.80gb needs 5 GPUs, fleet has 4 \(short by 1\)$"):
+def test_shortfall_states_how_many_gpus_are_needed_and_what_is_missing():
+    with pytest.raises(
+        MigPlanError,
+        match=r"^H100-80GB: 5 x 7g\.80gb needs 5 GPUs, fleet has 4 \(short by 1\); "
+        r"with the whole fleet partitioned, still missing 1 x 7g\.80gb$",
+    ):
         plan("H100-80GB", {"7g.80gb": 5}, 4)
     with pytest.raises(MigPlanError, match="needs 1 GPUs, fleet has 0"):
         plan("A30-24GB", {"1g.6gb": 1}, 0)
 
 
-def test_a_search_cut_short_still_returns_a_valid_plan():
-    demand = {"1g.10gb+me": 2, "3g.40gb": 1, "4g.40gb": 1}
-    full = plan("H100-80GB", demand, 8)
-    assert (full.gpus_used, full.optimal) == (2, True)  # 4g + me on one GPU, 3g + me on the other
-    cut = plan("H100-80GB", demand, 8, node_budget=0)
-    check_plan(cut, demand)
-    assert not cut.optimal and cut.gpus_used > cut.lower_bound == 2
+def test_the_shortfall_per_profile_is_the_least_the_full_fleet_can_leave():
+    # Two GPUs: 7 x 1g each leaves 6 x 1g + 4 x 3g missing (10 instances); any 3g on them leaves more.
+    with pytest.raises(MigPlanError) as error:
+        plan("H100-80GB", {"1g.10gb": 20, "3g.40gb": 4}, 2)
+    assert str(error.value).endswith(
+        "needs 5 GPUs, fleet has 2 (short by 3); with the whole fleet partitioned, still missing 6 x 1g.10gb + 4 x 3g.40gb"
+    )
+
+
+@pytest.mark.parametrize("size", [5002, 20001])
+def test_the_old_planners_worst_case_is_planned_on_the_optimum(size):
+    # One +me GI and one 3g share a GPU; the old search returned 25,001 GPUs for 20,001 of each.
+    demand = {"1g.10gb+me": size, "3g.40gb": size}
+    result = plan("H100-80GB", demand, size + size // 4)
+    check_plan(result, demand)
+    assert result.gpus_used == size
+
+
+def test_a_fleet_exactly_the_size_of_the_optimum_is_accepted():
+    demand = {"1g.10gb+me": 5002, "3g.40gb": 5002}
+    result = plan("H100-80GB", demand, 5002)
+    check_plan(result, demand)
+    assert result.gpus_used == result.fleet_size == 5002
+    with pytest.raises(MigPlanError, match=r"needs 5002 GPUs, fleet has 5001 \(short by 1\)"):
+        plan("H100-80GB", demand, 5001)
+
+
+def test_a_mixed_fleet_uses_the_models_that_offer_each_profile():
+    demand = {"1g.6gb": 4, "1g.10gb": 7, "3g.40gb": 1}
+    result = plan_fleet(demand, {"H100-80GB": 4, "A30-24GB": 2})
+    check_plan(result, demand)
+    assert result.gpus_used == 3
+    assert Counter(gpu.model for gpu in result.gpus) == {"A30-24GB": 1, "H100-80GB": 2}
+    assert result.model == "A30-24GB + H100-80GB"
+
+
+def test_a_mixed_fleet_of_one_profile_set_fills_either_model():
+    # A100-80GB and H100-80GB share profile names: 3 x 7g and 21 x 1g need 6 GPUs, whichever model.
+    demand = {"7g.80gb": 3, "1g.10gb": 21}
+    result = plan_fleet(demand, {"A100-80GB": 2, "H100-80GB": 4})
+    check_plan(result, demand)
+    assert result.gpus_used == 6
+    with pytest.raises(MigPlanError, match=r"needs 6 GPUs, fleet has 5 \(short by 1\)"):
+        plan_fleet(demand, {"A100-80GB": 1, "H100-80GB": 4})
+
+
+def test_a_profile_that_only_a_short_model_offers_is_refused_with_what_is_missing():
+    with pytest.raises(MigPlanError) as error:
+        plan_fleet({"1g.6gb": 5}, {"A30-24GB": 1, "H100-80GB": 8})
+    assert "not enough of the models that offer these profiles" in str(error.value)
+    assert str(error.value).endswith("still missing 1 x 1g.6gb")
+    with pytest.raises(UnknownMigProfile, match=r"^A30-24GB \+ H100-80GB: unknown MIG profile '1g\.5gb'; allowed"):
+        plan_fleet({"1g.5gb": 1}, {"H100-80GB": 1, "A30-24GB": 1})
+
+
+IN_PLACE = [{"3g.40gb": 2}] * 4 + [{"1g.10gb": 7}] * 4  # 8 GPUs: 8 x 3g and 28 x 1g
+
+
+def test_an_unchanged_demand_changes_no_gpu():
+    first = plan("H100-80GB", {"3g.40gb": 8, "1g.10gb": 28}, 8)
+    again = plan("H100-80GB", {"3g.40gb": 8, "1g.10gb": 28}, 8, current=first.in_place())
+    assert again.repartitioned == 0
+    assert sorted(map(str, map(dict, again.layouts))) == sorted(map(str, map(dict, first.layouts)))
+
+
+def test_stability_re_partitions_the_fewest_gpus():
+    # 52 compute slices: 8 GPUs at least. One 7 x 1g GPU becomes 3g + 4 x 1g, the other seven stay.
+    demand = {"3g.40gb": 9, "1g.10gb": 25}
+    result = plan("H100-80GB", demand, 8, current=IN_PLACE)
+    assert result.gpus_used == 8 and result.repartitioned == 1
+    changed = [gpu.describe() for gpu, flag in zip(result.gpus, result.repartitioned_flags, strict=True) if flag]
+    assert changed == ["1g.10gb@0 1g.10gb@1 1g.10gb@2 1g.10gb@3 3g.40gb@4-7"]
+    for gpu in result.gpus:
+        check_placement("H100-80GB", dict(gpu.layout), gpu)
+    assert all(result.provided()[name] >= n for name, n in demand.items())
+    # Without the layouts in place the same demand is planned as if every GPU were new.
+    fresh = plan("H100-80GB", demand, 8)
+    assert fresh.gpus_used == 8 and not fresh.current_given
+
+
+def test_kept_layouts_may_hold_more_than_the_demand():
+    # 27 x 1g: the four 7 x 1g GPUs stay as they are (28 slices) rather than one being cut to 6.
+    result = plan("H100-80GB", {"3g.40gb": 8, "1g.10gb": 27}, 8, current=IN_PLACE)
+    assert (result.gpus_used, result.repartitioned) == (8, 0)
+    assert result.provided() == {"3g.40gb": 8, "1g.10gb": 28}
+
+
+def test_extra_gpus_trade_a_gpu_for_fewer_changes():
+    # 9 x 3g + 28 x 1g fill 8 GPUs only as 1 x (2 x 3g) + 7 x (3g + 4 x 1g): six GPUs in place change
+    # (the ninth, unused GPU takes the seventh). Allowed one extra GPU, the ninth takes the new 3g alone.
+    demand = {"3g.40gb": 9, "1g.10gb": 28}
+    strict = plan("H100-80GB", demand, 9, current=IN_PLACE)
+    assert (strict.gpus_used, strict.repartitioned) == (8, 6)
+    traded = plan("H100-80GB", demand, 9, current=IN_PLACE, extra_gpus=1)
+    assert (traded.gpus_used, traded.repartitioned) == (9, 0)
+
+
+def test_gpus_nothing_describes_are_free_to_partition():
+    first = plan("H100-80GB", {"1g.10gb": 40, "3g.40gb": 12}, 24)
+    grown = plan("H100-80GB", {"1g.10gb": 44, "3g.40gb": 12}, 24, current=first.in_place())
+    assert grown.gpus_used == 12 and grown.repartitioned == 0
+
+
+def test_current_layouts_are_checked():
+    with pytest.raises(MigPlanError, match="2 current layouts given for H100-80GB, but the fleet has 1 GPUs"):
+        plan("H100-80GB", {"1g.10gb": 1}, 1, current=[{"1g.10gb": 1}, None])
+    with pytest.raises(MigLayoutError, match="at most 7"):
+        plan("H100-80GB", {"1g.10gb": 1}, 1, current=[{"1g.10gb": 8}])
 
 
 def test_empty_demand_needs_no_gpus():
     result = plan("H100-80GB", {"1g.10gb": 0}, 0)
     assert (result.gpus_used, result.lower_bound, result.optimal) == (0, 0, True)
+
+
+def test_a_model_without_mig_or_an_empty_fleet_is_refused():
+    with pytest.raises(MigPlanError, match="no GPU model"):
+        plan_fleet({"1g.10gb": 1}, {})
+    with pytest.raises(ValueError, match="cannot do MIG"):
+        plan_fleet({"1g.10gb": 1}, {"V100-32GB": 4})
 
 
 def test_bad_demands_are_refused():
@@ -201,7 +319,8 @@ def test_cli_plan_prints_layouts_and_the_bound():
     result = run_cli("plan", "--model", "H100-80GB", "--gpus", "16", "1g.10gb=10", "3g.40gb=3")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "H100-80GB: GPUs used 3 of 16, lower bound 3 (optimal)"
+    assert lines[0] == "H100-80GB: GPUs used 3 of 16, proven optimal: " + plan("H100-80GB", {"1g.10gb": 1}, 1).status
+    assert "Optimal" in lines[0]
     assert len(lines) == 4 and all(line.startswith(f"gpu {i}: ") for i, line in enumerate(lines[1:]))
     assert sum(line.count("3g.40gb@") for line in lines) == 3
 
@@ -209,7 +328,10 @@ def test_cli_plan_prints_layouts_and_the_bound():
 def test_cli_plan_shortfall_exits_1():
     result = run_cli("plan", "--model", "H100-80GB", "--gpus", "4", "7g.80gb=5")
     assert result.returncode == 1
-    assert result.stderr == "error: H100-80GB: 5 x 7g.80gb needs 5 GPUs, fleet has 4 (short by 1)\n"
+    assert result.stderr == (
+        "error: H100-80GB: 5 x 7g.80gb needs 5 GPUs, fleet has 4 (short by 1); "
+        "with the whole fleet partitioned, still missing 1 x 7g.80gb\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -225,3 +347,51 @@ def test_cli_plan_bad_input_exits_2(args):
     result = run_cli(*args)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+
+
+def test_cli_yaml_is_config_that_provides_the_demand():
+    result = run_cli("plan", "--model", "H100-80GB", "--gpus", "24", "--format", "yaml", "1g.10gb=40", "3g.40gb=12")
+    assert result.returncode == 0, result.stderr
+    demand_doc, *nodes = list(yaml.safe_load_all(result.stdout))
+    assert demand_doc == {
+        "gpu-platform:mig": {"demand": [{"gpuModel": "H100-80GB", "profiles": {"1g.10gb": 40, "3g.40gb": 12}}]}
+    }
+    assert len(nodes) == 2, "11 GPUs on nodes of 8"
+    held: Counter[str] = Counter()
+    for node in nodes:
+        mig = MigConfig.model_validate(node["mig"])  # the stack's own config model accepts it
+        entries = [(list(range(8)), mig.custom)] if mig.custom else [(e.devices, e.layout) for e in mig.per_gpu or []]
+        for devices, layout in entries:
+            assert layout is not None and all(0 <= d < 8 for d in devices)
+            check_placement("H100-80GB", layout, place("H100-80GB", layout))
+            for _ in devices:
+                held.update(layout)
+    assert held == {"1g.10gb": 40, "3g.40gb": 12}
+
+
+def test_cli_plans_a_mixed_fleet():
+    result = run_cli("plan", "--fleet", "A30-24GB=2", "--fleet", "H100-80GB=4", "1g.6gb=4", "1g.10gb=7")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("A30-24GB + H100-80GB: GPUs used 2 of 6, proven optimal")
+    assert [line.split()[2] for line in lines[1:]] == ["A30-24GB", "H100-80GB"]
+    both = run_cli("plan", "--fleet", "A30-24GB=2", "--model", "H100-80GB", "--gpus", "4", "1g.6gb=4")
+    assert both.returncode == 2 and both.stderr.startswith("error: give either --model")
+
+
+def _modules_after(code: str) -> set[str]:
+    run = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(run.stdout.split())
+
+
+def test_the_solver_is_loaded_only_when_a_demand_is_planned():
+    preview = _modules_after("from preview.runner import run_program\nassert run_program('dev').config_error is None")
+    assert "scipy" not in preview and "components.catalog.mig.planner" in preview
+    planned = _modules_after("from components.catalog.mig import plan\nplan('H100-80GB', {'1g.10gb': 1}, 1)")
+    assert "scipy.optimize" in planned

@@ -165,6 +165,7 @@ def test_demand_the_fleet_cannot_hold_states_the_shortfall() -> None:
 def test_removing_a_layout_returns_the_node_to_all_disabled() -> None:
     raw = stack_raw("prod")
     del raw["bareMetal"]["nodes"][0]["mig"]
-    run = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"]})
+    no_demand = {**raw["mig"], "demand": []}  # the demand's 40 x 1g.10gb came from gpu-node-1's layout
+    run = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"], "gpu-platform:mig": no_demand})
     patch = run.one("kubernetes:core/v1:NodePatch", "mig-config-gpu-node-1").inputs["metadata"]["labels"]
     assert patch["nvidia.com/mig.config"] == "all-disabled"

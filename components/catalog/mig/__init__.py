@@ -25,7 +25,7 @@ from components.catalog.mig.parted import (
     render_parted_config,
 )
 from components.catalog.mig.placement import PlacedInstance, Placement, is_placeable, place, valid_layouts
-from components.catalog.mig.planner import MigPlan, lower_bound, plan
+from components.catalog.mig.planner import SOLVER, CurrentGpu, MigPlan, lower_bound, maximal_layouts, plan, plan_fleet
 from components.catalog.mig.profiles import (
     FOUR_SLICE,
     MIG_GPUS,
@@ -45,6 +45,8 @@ __all__ = [
     "FOUR_SLICE",
     "MIG_GPUS",
     "SEVEN_SLICE",
+    "SOLVER",
+    "CurrentGpu",
     "DeviceLayout",
     "Geometry",
     "MigError",
@@ -65,6 +67,7 @@ __all__ = [
     "is_mig_capable",
     "is_placeable",
     "lower_bound",
+    "maximal_layouts",
     "mig_gpu",
     "mig_models",
     "mig_profile",
@@ -75,6 +78,7 @@ __all__ = [
     "named_layout_names",
     "place",
     "plan",
+    "plan_fleet",
     "render_parted_config",
     "valid_layouts",
 ]

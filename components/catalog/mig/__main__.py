@@ -3,6 +3,11 @@
     python -m components.catalog.mig profiles --model H100-80GB
     python -m components.catalog.mig check --model A100-80GB 4g.40gb=1 3g.40gb=1
     python -m components.catalog.mig plan --model H100-80GB --gpus 16 1g.10gb=10 3g.40gb=3
+    python -m components.catalog.mig plan --fleet A100-80GB=8 --fleet H100-80GB=16 1g.10gb=40 7g.80gb=4
+    python -m components.catalog.mig plan --model H100-80GB --gpus 16 --format yaml 1g.10gb=40 3g.40gb=12
+
+``--format yaml`` prints one ``mig`` block per node (``--gpus-per-node``, default 8), ready to paste
+as a node's ``mig`` key, after the ``mig.demand`` block that makes the stack check the demand.
 
 Exit codes: 0 done; 1 the answer is "no" (layout cannot be placed, fleet too small);
 2 bad input (unknown model or profile, malformed PROFILE=COUNT). Errors are one line on stderr.
@@ -17,7 +22,8 @@ from typing import NoReturn
 
 from components.catalog.mig.errors import MigError, MigLayoutError, MigPlanError, UnknownMigProfile
 from components.catalog.mig.placement import Placement, place
-from components.catalog.mig.planner import plan
+from components.catalog.mig.plan_yaml import plan_yaml
+from components.catalog.mig.planner import MigPlan, plan_fleet
 from components.catalog.mig.profiles import mig_gpu
 
 EXIT_REFUSED = 1
@@ -35,15 +41,15 @@ class _BadInput(Exception):
     """Malformed command-line input that argparse itself cannot see."""
 
 
-def _counts(items: Sequence[str]) -> dict[str, int]:
+def _counts(items: Sequence[str], what: str = "PROFILE") -> dict[str, int]:
     """``["1g.10gb=10", "3g.40gb=3"]`` -> ``{"1g.10gb": 10, "3g.40gb": 3}``."""
     counts: dict[str, int] = {}
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep or not name or not raw.isdigit():
-            raise _BadInput(f"expected PROFILE=COUNT with COUNT a whole number >= 0, got {item!r}")
+            raise _BadInput(f"expected {what}=COUNT with COUNT a whole number >= 0, got {item!r}")
         if name in counts:
-            raise _BadInput(f"profile {name} given twice")
+            raise _BadInput(f"{what.lower()} {name} given twice")
         counts[name] = int(raw)
     return counts
 
@@ -51,6 +57,23 @@ def _counts(items: Sequence[str]) -> dict[str, int]:
 def _fleet_size(raw: str) -> int:
     if not raw.isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 0, got {raw!r}")
+    return int(raw)
+
+
+def _fleet(args: argparse.Namespace) -> dict[str, int]:
+    """``--model M --gpus N`` or ``--fleet M=N`` (repeatable), not both."""
+    if args.fleet:
+        if args.model is not None or args.gpus is not None:
+            raise _BadInput("give either --model with --gpus, or --fleet MODEL=GPUS, not both")
+        return _counts(args.fleet, "MODEL")
+    if args.model is None or args.gpus is None:
+        raise _BadInput("give --model with --gpus, or --fleet MODEL=GPUS (repeatable)")
+    return {args.model: args.gpus}
+
+
+def _gpus_per_node(raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 1, got {raw!r}")
     return int(raw)
 
 
@@ -80,13 +103,14 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    result = plan(args.model, _counts(args.demand), args.gpus)
-    proof = "optimal" if result.optimal else "not proven optimal: search budget reached"
-    print(
-        f"{result.model}: GPUs used {result.gpus_used} of {result.fleet_size}, lower bound {result.lower_bound} ({proof})"
-    )
+    result: MigPlan = plan_fleet(_counts(args.demand), _fleet(args))
+    if args.format == "yaml":
+        print(plan_yaml(result, args.gpus_per_node), end="")
+        return 0
+    print(f"{result.model}: GPUs used {result.gpus_used} of {result.fleet_size}, proven optimal: {result.status}")
     for index, gpu in enumerate(result.gpus):
-        print(f"gpu {index}: {_layout_text(gpu)}  [{gpu.describe()}]")
+        model = f"{gpu.model} " if len(result.fleet) > 1 else ""
+        print(f"gpu {index}: {model}{_layout_text(gpu)}  [{gpu.describe()}]")
     return 0
 
 
@@ -104,8 +128,13 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_check)
 
     planning = commands.add_parser("plan", help="pack a demand onto the fewest GPUs")
-    planning.add_argument("--model", required=True)
-    planning.add_argument("--gpus", type=_fleet_size, required=True, help="GPUs in the fleet")
+    planning.add_argument("--model", help="the fleet's GPU model (with --gpus)")
+    planning.add_argument("--gpus", type=_fleet_size, help="GPUs in the fleet (with --model)")
+    planning.add_argument(
+        "--fleet", action="append", default=[], metavar="MODEL=GPUS", help="a mixed fleet: GPUs per model (repeatable)"
+    )
+    planning.add_argument("--format", choices=("text", "yaml"), default="text", help="yaml: per-node mig blocks")
+    planning.add_argument("--gpus-per-node", type=_gpus_per_node, default=8, help="for --format yaml (default 8)")
     planning.add_argument("demand", nargs="+", metavar="PROFILE=COUNT")
     planning.set_defaults(run=_plan)
     return parser

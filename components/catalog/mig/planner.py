@@ -1,60 +1,78 @@
-"""Pack a demand for MIG devices (profile -> count) onto the fewest GPUs of one model.
+"""Pack a demand for MIG devices (profile -> count) onto the fewest GPUs of a fleet, proven optimal.
 
-Method: branch and bound over a handful of per-GPU layouts, exact unless a node budget runs out.
+The problem is a small integer program, so it is handed to a MILP solver instead of a search of our own:
 
-1. Once per model, enumerate every per-GPU layout that ``place`` accepts (``valid_layouts``: 127 on a
-   7-slice GPU, 19 on an A30) and keep the *maximal* ones (44 / 8), to which no GI can be added. Every GPU
-   of any plan is a subset of a maximal layout, and every subset of a valid layout is valid (removing a
-   GI only frees slices), so choosing maximal layouts trimmed to what is still wanted loses nothing.
-2. Lower bound. GPUs for whole-GPU profiles (7g, A30's 4g: they share with nothing) plus, for the rest,
-   the best of ceil(w . demand / cap(w)) over weight vectors w >= 0 with cap(w) = max of w . layout over
-   all layouts: each GPU holds at most cap(w) of "w-weighted" instances (a dual-feasible bound of the
-   covering LP). The family holds compute slices, memory slices and every w with entries in {0, 1, 2},
-   which covers the GI count (all ones), one +me per GPU and the per-profile maxima (unit vectors);
-   weights another one dominates are dropped (12 remain on a 7-slice GPU). Sums alone miss e.g. that a
-   GPU with a +me GI has room for only one 3g; the {0,1,2} weights catch such pairs.
-3. Incumbent: the better of (a) first-fit decreasing (hardest profile first, each GI into the first GPU
-   it fits on) and (b) a bottleneck greedy: take the maximal layout, trimmed to the demand, that covers
-   most of the weight vector setting the current bound, repeated while that stays true.
-4. Branch and bound: branch on the GPU that holds the hardest wanted profile (whole-GPU, then most
-   memory, then most compute): one child per trimmed maximal layout holding it, undominated trims only,
-   bottleneck-first. Prune when GPUs used + bound of the rest cannot beat the incumbent; a transposition
-   table skips residual demands already reached with no more GPUs.
-5. Stop when a plan meets the lower bound or the tree is exhausted (``optimal=True``), or after
-   ``node_budget`` nodes (``optimal=False``: the best plan found, never worse than the incumbent).
-   In random stress tests of up to ~200 instances per profile every plan met the bound within a few ms,
-   except demands with ~100+ ``+me`` instances, where one in ~1500 ended a GPU above the bound.
+- Variables: how many GPUs of each model take each *maximal* placeable layout (``valid_layouts``
+  with nothing more addable: 44 on a 7-slice GPU, 8 on an A30). Every GPU of any plan is a subset of
+  a maximal layout, and every subset of a valid layout is valid (removing a GI only frees slices), so
+  maximal layouts lose nothing; the plan trims the surplus off afterwards.
+- One covering constraint per profile (the layouts chosen hold at least the demand), one capacity
+  constraint per GPU model (no more GPUs than the fleet has). Objective: the fewest GPUs.
+- Stability (``current``: the layouts in place now, e.g. a previous plan's ``in_place()`` or the
+  stack's configured layouts): a second solve keeps the GPU count at the optimum (or up to
+  ``extra_gpus`` above it, the configurable trade-off) and minimises the GPUs whose layout changes,
+  since re-partitioning a GPU evicts its workloads. A GPU can stay in its current layout as is; GPUs
+  of the fleet that ``current`` does not describe are free and cost nothing to partition.
+- Every answer is the solver's proven optimum (``mip_rel_gap`` 0, integral objective): a status other
+  than optimal is an error (``MigPlanError`` with the solver's message), never a heuristic answer.
+  An infeasible demand is refused with the GPUs it needs and the shortfall per profile that the
+  full fleet still leaves (a third solve: the fewest instances missing).
+
+Solver: ``scipy.optimize.milp`` (HiGHS), chosen over Google OR-tools after trying both on this model
+(docs/mig.md, "Why HiGHS through scipy.optimize.milp", has the figures). OR-tools' CP-SAT is faster
+(p95 5 ms against 59 ms of CPU on random demands of up to 10^6 instances), but both are well inside the
+target, and OR-tools 9.15 cannot be installed beside the Pulumi policy SDK: it needs protobuf >= 6.33.1,
+pulumi-policy 1.21.0 pins protobuf ~= 5.29.5. scipy needs only numpy (216 MB installed against about
+250 MB for OR-tools with numpy, pandas and protobuf), is BSD-licensed with HiGHS under MIT (OR-tools:
+Apache-2.0), and HiGHS's serial MIP solve is deterministic for the same input. The solver is imported
+only inside ``_solve``, so a stack without ``mig.demand`` never loads scipy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import product
 from types import MappingProxyType
 
-from components.catalog.mig.errors import MigPlanError
+from components.catalog.mig.errors import MigPlanError, UnknownMigProfile
 from components.catalog.mig.placement import Placement, place, valid_layouts
-from components.catalog.mig.profiles import mig_gpu
+from components.catalog.mig.profiles import mig_gpu, mig_models
 
 Vector = tuple[int, ...]
-Weight = tuple[Vector, int]  # (w, cap): no GPU holds more than cap of w . layout
+Layout = Mapping[str, int] | None
+# GPUs in place now: (model, layout) for one GPU, or (model, layout, count) for ``count`` identical ones;
+# a layout of None or {} is a GPU with MIG disabled.
+CurrentGpu = tuple[str, Layout] | tuple[str, Layout, int]
+InPlace = Counter[tuple[str, tuple[tuple[str, int], ...]]]  # (model, sorted layout items) -> GPUs
 
-DEFAULT_NODE_BUDGET = 20_000  # ~0.3 s of search at worst; realistic demands need a few dozen nodes
+SOLVER = "HiGHS (scipy.optimize.milp)"
+_INF = float("inf")
+TIME_LIMIT_S = 30.0  # far above any solve seen (docs/mig.md); a solve that hits it is reported, not used
 
 
 @dataclass(frozen=True)
 class MigPlan:
-    """Per-GPU placements that together hold the demand."""
+    """Per-GPU placements that together hold the demand, and the solver's proof."""
 
-    model: str
     demand: Mapping[str, int]
-    gpus: tuple[Placement, ...]
-    lower_bound: int
-    fleet_size: int
-    optimal: bool  # proven: the plan meets the lower bound or the search tree was exhausted
-    nodes: int  # branch-and-bound nodes explored
+    fleet: Mapping[str, int]  # model -> GPUs the fleet has
+    gpus: tuple[Placement, ...]  # the GPUs the plan uses; ``Placement.model`` says which model each is
+    repartitioned_flags: tuple[bool, ...]  # per GPU: its layout differs from the one in place now
+    lower_bound: int  # the solver's proven bound on the GPU count (``gpus_used`` unless extra_gpus allowed more)
+    status: str  # the solver's status message for the GPU-count solve
+    optimal: bool  # always True for a returned plan: anything else is raised as MigPlanError
+    current_given: bool  # whether ``repartitioned`` compares against layouts in place
+
+    @property
+    def model(self) -> str:
+        """The fleet's GPU model, or ``A + B`` for a mixed fleet."""
+        return " + ".join(self.fleet)
+
+    @property
+    def fleet_size(self) -> int:
+        return sum(self.fleet.values())
 
     @property
     def gpus_used(self) -> int:
@@ -65,262 +83,352 @@ class MigPlan:
         """Profile -> count per GPU, e.g. to render as mig-parted ``DeviceLayout`` entries."""
         return tuple(gpu.layout for gpu in self.gpus)
 
+    @property
+    def repartitioned(self) -> int:
+        """GPUs whose layout the change re-partitions (every GPU used when nothing was in place)."""
+        return sum(self.repartitioned_flags)
 
-def _plus_one(v: Vector, i: int) -> Vector:
-    return (*v[:i], v[i] + 1, *v[i + 1 :])
+    def provided(self) -> dict[str, int]:
+        """Instances per profile the plan's GPUs hold (the demand, plus what kept GPUs hold beyond it)."""
+        total: Counter[str] = Counter()
+        for gpu in self.gpus:
+            total.update(gpu.layout)
+        return dict(total)
 
-
-def _dot(a: Vector, b: Vector) -> int:
-    return sum(x * y for x, y in zip(a, b, strict=True))
-
-
-@dataclass(frozen=True)
-class _Space:
-    """A model's profiles as count vectors, its valid and maximal layouts, and its bound weights."""
-
-    names: tuple[str, ...]
-    compute: Vector
-    memory: Vector
-    whole_gpu: tuple[bool, ...]
-    max_instances: Vector
-    hardest_first: tuple[int, ...]
-    valid: frozenset[Vector]
-    maximal: tuple[Vector, ...]
-    weights: tuple[Weight, ...]
-
-
-def _weights(size: int, whole: tuple[bool, ...], shared: list[Vector], extra: list[Vector]) -> tuple[Weight, ...]:
-    """Undominated (w, cap) over the profiles that share a GPU (see step 2 of the module docstring)."""
-    candidates = set(extra)
-    candidates.update(w for w in product(*[(0,) if whole[i] else (0, 1, 2) for i in range(size)]) if any(w))
-    family = [(w, max(_dot(w, layout) for layout in shared)) for w in candidates]
-    family.sort(key=lambda wc: (-sum(wc[0]) / wc[1], wc[0]))  # strongest first, deterministic
-
-    def at_most(a: Weight, b: Weight) -> bool:  # a/cap_a <= b/cap_b in every coordinate
-        return all(x * b[1] <= y * a[1] for x, y in zip(a[0], b[0], strict=True))
-
-    kept: list[Weight] = []
-    for weight in family:
-        if not any(at_most(weight, other) for other in kept):
-            kept = [other for other in kept if not at_most(other, weight)] + [weight]
-    return tuple(kept)
+    def in_place(self) -> tuple[CurrentGpu, ...]:
+        """The plan as ``current`` for the next plan: (model, layout, GPUs) per distinct layout, once applied."""
+        groups: dict[int, tuple[Placement, int]] = {}  # by object: the plan repeats one Placement per layout
+        for gpu in self.gpus:
+            groups[id(gpu)] = (gpu, groups[id(gpu)][1] + 1 if id(gpu) in groups else 1)
+        return tuple((gpu.model, dict(gpu.layout), n) for gpu, n in groups.values())
 
 
 @cache
-def _space(model: str) -> _Space:
-    gpu = mig_gpu(model)
-    profiles = gpu.profiles
-    names = tuple(p.name for p in profiles)
-    size = len(names)
+def maximal_layouts(model: str) -> tuple[Mapping[str, int], ...]:
+    """The placeable layouts of ``model`` to which no further GI can be added (cached per model)."""
+    names = tuple(p.name for p in mig_gpu(model).profiles)
     valid = {tuple(layout.get(n, 0) for n in names) for layout in valid_layouts(model)}
 
     def grows(v: Vector) -> bool:
-        return any(_plus_one(v, i) in valid for i in range(size))
+        return any((*v[:i], v[i] + 1, *v[i + 1 :]) in valid for i in range(len(names)))
 
-    whole = tuple(p.memory_slices == gpu.geometry.memory_slices for p in profiles)
-    maximal = tuple(sorted(v for v in valid if not grows(v)))
-    shared = [v for v in maximal if not any(n and whole[i] for i, n in enumerate(v))]
-    compute = tuple(p.compute_slices for p in profiles)
-    memory = tuple(p.memory_slices for p in profiles)
-    not_whole = [tuple(0 if whole[i] else x for i, x in enumerate(v)) for v in (compute, memory)]
-    return _Space(
-        names=names,
-        compute=compute,
-        memory=memory,
-        whole_gpu=whole,
-        max_instances=tuple(p.max_instances for p in profiles),
-        hardest_first=tuple(sorted(range(size), key=lambda i: (not whole[i], -memory[i], -compute[i], i))),
-        valid=frozenset(valid),
-        maximal=maximal,
-        weights=_weights(size, whole, shared, not_whole),
+    return tuple(
+        MappingProxyType({n: c for n, c in zip(names, v, strict=True) if c}) for v in sorted(valid) if not grows(v)
     )
 
 
-def _bound(space: _Space, wanted: Vector) -> tuple[int, int]:
-    """(lower bound on GPUs for ``wanted``, index of the weight that sets it: the bottleneck)."""
-    best, bottleneck = 0, 0
-    for index, (w, cap) in enumerate(space.weights):
-        gpus = -(-_dot(w, wanted) // cap)
-        if gpus > best:
-            best, bottleneck = gpus, index
-    whole = sum(n for n, is_whole in zip(wanted, space.whole_gpu, strict=True) if is_whole)
-    return whole + best, bottleneck
+def _fleet(fleet: Mapping[str, int]) -> dict[str, int]:
+    """Check the fleet; models in catalog order so the same fleet always gives the same program."""
+    if not fleet:
+        raise MigPlanError("the fleet has no GPU model; give at least one MODEL=GPUS")
+    for model, size in fleet.items():
+        mig_gpu(model)  # UnknownGpuModel / MigNotSupported list the allowed models
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise MigPlanError(f"fleet size must be an integer >= 0, got {size!r} for {model}")
+    return {model: fleet[model] for model in mig_models() if model in fleet}
 
 
-def _subtract(a: Vector, b: Vector, times: int = 1) -> Vector:
-    return tuple(x - times * y for x, y in zip(a, b, strict=True))
-
-
-def _trim(space: _Space, wanted: Vector, must_hold: int | None) -> set[Vector]:
-    """Maximal layouts (holding profile ``must_hold``, if given) cut down to what is still wanted."""
-    return {tuple(map(min, layout, wanted)) for layout in space.maximal if must_hold is None or layout[must_hold]} - {
-        tuple(0 for _ in wanted)
-    }
-
-
-def _preference(space: _Space, bottleneck: int) -> Callable[[Vector], tuple[int, int, int, Vector]]:
-    """Sort key: most of the bottleneck weight covered, then best filled, then a fixed tie-break."""
-    w = space.weights[bottleneck][0]
-
-    def key(t: Vector) -> tuple[int, int, int, Vector]:
-        return (-_dot(w, t), -_dot(space.compute, t), -_dot(space.memory, t), t)
-
-    return key
-
-
-class _Children:
-    """Branches of a node: undominated trims holding the hardest wanted profile, bottleneck-first.
-
-    Depends only on the demand capped at the per-profile maxima and on the bottleneck, so it is memoised.
-    """
-
-    def __init__(self, space: _Space) -> None:
-        self._space = space
-        self._memo: dict[tuple[Vector, int], tuple[Vector, ...]] = {}
-
-    def __call__(self, wanted: Vector, bottleneck: int) -> tuple[Vector, ...]:
-        space = self._space
-        capped = tuple(min(n, m) for n, m in zip(wanted, space.max_instances, strict=True))
-        key = (capped, bottleneck)
-        if key not in self._memo:
-            hardest = next(i for i in space.hardest_first if capped[i])
-            trims = _trim(space, capped, hardest)
-            undominated = [t for t in trims if not any(o != t and all(map(int.__le__, t, o)) for o in trims)]
-            self._memo[key] = tuple(sorted(undominated, key=_preference(space, bottleneck)))
-        return self._memo[key]
-
-
-def _bottleneck_greedy(space: _Space, wanted: Vector) -> list[Vector]:
-    """Repeatedly take the trimmed maximal layout that best covers the current bottleneck weight."""
-    gpus: list[Vector] = []
-    while any(wanted):
-        _, bottleneck = _bound(space, wanted)
-        whole = [i for i in space.hardest_first if space.whole_gpu[i] and wanted[i]]
-        if whole:
-            best = tuple(1 if k == whole[0] else 0 for k in range(len(wanted)))
-        else:
-            best = min(_trim(space, wanted, None), key=_preference(space, bottleneck))
-        times = max(1, min(n // b for n, b in zip(wanted, best, strict=True) if b) // 2)
-        gpus += [best] * times
-        wanted = _subtract(wanted, best, times)
-    return gpus
-
-
-def _first_fit_decreasing(space: _Space, wanted: Vector) -> list[Vector]:
-    """Hardest profile first, each GI into the first GPU it still fits on.
-
-    Identical GIs are handled together (a GPU takes as many as fit before the next is tried, which is
-    what per-GI first fit does too), so the cost grows with GPUs and profile types, not with counts.
-    """
-    gpus: list[Vector] = []
-    for i in space.hardest_first:
-        left = wanted[i]
-        for g, vector in enumerate(gpus):
-            while left and (grown := _plus_one(vector, i)) in space.valid:
-                vector, left = grown, left - 1
-            gpus[g] = vector
-        if not left:
-            continue
-        per_gpu = min(left, space.max_instances[i])
-        while tuple(per_gpu if k == i else 0 for k in range(len(wanted))) not in space.valid:
-            per_gpu -= 1
-        full, rest = divmod(left, per_gpu)
-        gpus += [tuple(per_gpu if k == i else 0 for k in range(len(wanted)))] * full
-        if rest:
-            gpus.append(tuple(rest if k == i else 0 for k in range(len(wanted))))
-    return gpus
-
-
-def _branch_and_bound(
-    space: _Space, wanted: Vector, incumbent: list[Vector], node_budget: int
-) -> tuple[list[Vector], bool, int]:
-    """Improve ``incumbent``; return (plan, proven optimal, nodes explored)."""
-    children = _Children(space)
-    floor, bottleneck = _bound(space, wanted)
-    best = incumbent
-    if len(best) <= floor:
-        return best, True, 0
-    seen: dict[Vector, int] = {wanted: 0}
-    path: list[Vector] = []
-    stack: list[tuple[Vector, int, Iterator[Vector]]] = [(wanted, 0, iter(children(wanted, bottleneck)))]
-    nodes = 0
-    while stack:
-        residual, used, options = stack[-1]
-        option = next(options, None)
-        if option is None:
-            stack.pop()
-            if path:
-                path.pop()
-            continue
-        nodes += 1
-        if nodes > node_budget:
-            return best, False, nodes - 1
-        rest = _subtract(residual, option)
-        if not any(rest):
-            if used + 1 < len(best):
-                best = [*path, option]
-                if len(best) <= floor:
-                    return best, True, nodes
-            continue
-        rest_bound, rest_bottleneck = _bound(space, rest)
-        if used + 1 + rest_bound >= len(best) or seen.get(rest, len(best)) <= used + 1:
-            continue
-        seen[rest] = used + 1
-        path.append(option)
-        stack.append((rest, used + 1, iter(children(rest, rest_bottleneck))))
-    return best, True, nodes
-
-
-def _vector(model: str, demand: Mapping[str, int]) -> Vector:
-    gpu = mig_gpu(model)
+def _names(models: Iterable[str], demand: Mapping[str, int]) -> tuple[str, ...]:
+    """Profile names the fleet offers, in catalog order; every demanded name must be among them."""
+    names: list[str] = []
+    for model in models:
+        names += [p.name for p in mig_gpu(model).profiles if p.name not in names]
     for name, count in demand.items():
-        gpu.profile(name)  # UnknownMigProfile lists the allowed names
+        if name not in names:
+            raise UnknownMigProfile(
+                f"{' + '.join(models)}: unknown MIG profile {name!r}; allowed profiles: {', '.join(names)}"
+            )
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise MigPlanError(f"{model}: demand for {name} must be an integer >= 0, got {count!r}")
-    return tuple(demand.get(p.name, 0) for p in gpu.profiles)
+            raise MigPlanError(f"demand for {name} must be an integer >= 0, got {count!r}")
+    return tuple(names)
+
+
+def _vector(names: Sequence[str], layout: Layout) -> Vector:
+    return tuple((layout or {}).get(n, 0) for n in names)
+
+
+def _current(fleet: Mapping[str, int], current: Iterable[CurrentGpu]) -> InPlace:
+    """GPUs in place now, counted per (model, layout); each layout placeable, no more GPUs than the fleet."""
+    counts: InPlace = Counter()
+    # Per layout object (the same dict often stands for many GPUs), holding the object so its id stays its own.
+    keys: dict[int, tuple[Layout, tuple[tuple[str, int], ...]]] = {}
+    for item in current:
+        model, layout = item[0], item[1]
+        count = item[2] if len(item) == 3 else 1
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise MigPlanError(f"a current layout's GPU count must be an integer >= 0, got {count!r}")
+        if id(layout) not in keys:
+            keys[id(layout)] = (layout, tuple(sorted((n, c) for n, c in (layout or {}).items() if c)))
+        counts[(model, keys[id(layout)][1])] += count
+    per_model: Counter[str] = Counter()
+    for (model, key), n in counts.items():  # each distinct layout checked once: fleets reach 10^5 GPUs
+        if model not in fleet:
+            raise MigPlanError(f"a current layout is for {model}, which the fleet does not have ({', '.join(fleet)})")
+        if key:
+            place(model, dict(key))  # MigLayoutError says why it cannot be in place
+        per_model[model] += n
+    for model, n in per_model.items():
+        if n > fleet[model]:
+            raise MigPlanError(f"{n} current layouts given for {model}, but the fleet has {fleet[model]} GPUs")
+    return counts
+
+
+@dataclass(frozen=True)
+class _Solution:
+    x: tuple[int, ...]
+    objective: int
+    bound: int
+    status: str
+
+
+def _solve(
+    cost: Sequence[int], rows: Sequence[tuple[Sequence[int], float, float]], upper: Sequence[float]
+) -> _Solution | None:
+    """min cost . x over integers 0 <= x <= upper with lb <= row . x <= ub; None when infeasible.
+
+    The solver's answer is re-checked in exact integer arithmetic before it is used, so a numerical
+    slip of the floating-point solver is an error, not a wrong plan.
+    """
+    size = len(cost)
+    if size == 0:  # a fleet of no GPUs: feasible only when nothing is needed
+        feasible = all(lb <= 0 <= ub for _, lb, ub in rows)
+        return _Solution(x=(), objective=0, bound=0, status="no GPUs to choose from") if feasible else None
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    matrix = np.array([row for row, _, _ in rows], dtype=float).reshape(len(rows), size)
+    result = milp(
+        np.array(cost, dtype=float),
+        integrality=np.ones(size),
+        bounds=Bounds(np.zeros(size), np.array(upper, dtype=float)),
+        constraints=[LinearConstraint(matrix, [lb for _, lb, _ in rows], [ub for _, _, ub in rows])] if rows else None,
+        options={"mip_rel_gap": 0.0, "time_limit": TIME_LIMIT_S, "presolve": True},
+    )
+    if result.status == 2:
+        return None
+    if result.status != 0 or result.x is None:
+        raise MigPlanError(
+            f"the MILP solver ({SOLVER}) did not prove an optimum: status {result.status}, {result.message}"
+        )
+    x = tuple(round(v) for v in result.x)
+    exact = all(abs(v - r) < 1e-6 for v, r in zip(result.x, x, strict=True)) and all(
+        0 <= v <= u for v, u in zip(x, upper, strict=True)
+    )
+    exact = exact and all(lb <= sum(a * v for a, v in zip(row, x, strict=True)) <= ub for row, lb, ub in rows)
+    if not exact:
+        raise MigPlanError(
+            f"the MILP solver ({SOLVER}) returned a solution that fails the exact check: {result.message}"
+        )
+    objective = sum(c * v for c, v in zip(cost, x, strict=True))
+    bound = getattr(result, "mip_dual_bound", None)
+    proven = objective if bound is None else int(np.ceil(bound - 1e-6))
+    return _Solution(x=x, objective=objective, bound=proven, status=str(result.message))
+
+
+def _describe(names: Sequence[str], counts: Mapping[str, int]) -> str:
+    return " + ".join(f"{counts[n]} x {n}" for n in names if counts.get(n)) or "nothing"
+
+
+def plan_fleet(
+    demand: Mapping[str, int],
+    fleet: Mapping[str, int],
+    *,
+    current: Iterable[CurrentGpu] = (),
+    extra_gpus: int = 0,
+) -> MigPlan:
+    """The fewest GPUs of ``fleet`` (model -> GPUs, one model or several) that hold ``demand``.
+
+    With ``current`` (layouts in place now), among plans of that size (or up to ``extra_gpus`` more)
+    the one that changes the fewest GPUs. Raises ``MigPlanError`` when the fleet cannot hold the
+    demand (with the GPUs needed and what is missing per profile) or the solver proves no optimum.
+    """
+    if isinstance(extra_gpus, bool) or not isinstance(extra_gpus, int) or extra_gpus < 0:
+        raise MigPlanError(f"extra_gpus must be an integer >= 0, got {extra_gpus!r}")
+    sizes = _fleet(fleet)
+    names = _names(sizes, demand)
+    wanted = _vector(names, demand)
+    in_place = _current(sizes, current)
+    current_given = bool(in_place)
+
+    # Columns: (model, layout vector, kind) with kind "keep" (GPUs in place left as they are, at most as
+    # many as have that layout), "new" (GPUs given a maximal layout: free GPUs first, then GPUs in place)
+    # and, per model with GPUs in place, one "changes" column: at least the new GPUs beyond the free ones,
+    # i.e. the GPUs in place that get re-partitioned. One "new" column per layout (not one per source)
+    # keeps the second solve free of symmetric twins, which made it slow.
+    zero = tuple(0 for _ in names)
+    columns: list[tuple[str, Vector, str]] = []
+    upper: list[float] = []
+    placed = {model: sum(n for (m, _), n in in_place.items() if m == model) for model in sizes}
+    for model, size in sizes.items():
+        for (m, key), n in sorted(in_place.items()):
+            if m == model and key:
+                columns.append((model, _vector(names, dict(key)), "keep"))
+                upper.append(n)
+        for layout in maximal_layouts(model):
+            columns.append((model, _vector(names, layout), "new"))
+            upper.append(size)
+        if placed[model]:
+            columns.append((model, zero, "changes"))
+            upper.append(placed[model])
+
+    def coverage_rows(slack: int = 0) -> list[tuple[list[int], float, float]]:
+        return [
+            ([vector[i] for _, vector, _ in columns] + [1 if j == i else 0 for j in range(slack)], float(need), _INF)
+            for i, need in enumerate(wanted)
+        ]
+
+    def capacity_rows(slack: int = 0) -> list[tuple[list[int], float, float]]:
+        rows = []
+        for model, size in sizes.items():
+            gpus = [1 if m == model and kind != "changes" else 0 for m, _, kind in columns] + [0] * slack
+            rows.append((gpus, 0.0, float(size)))
+            if placed[model]:  # new GPUs - changes <= free GPUs
+                new = [
+                    (1 if kind == "new" else -1 if kind == "changes" else 0) if m == model else 0
+                    for m, _, kind in columns
+                ]
+                rows.append((new + [0] * slack, -_INF, float(size - placed[model])))
+        return rows
+
+    gpus_row = [0 if kind == "changes" else 1 for _, _, kind in columns]
+    base = coverage_rows() + capacity_rows()
+    first = _solve(gpus_row, base, upper)
+    if first is None:
+        raise MigPlanError(_shortfall(names, wanted, sizes, columns, upper, capacity_rows, coverage_rows))
+    solution, status, bound = first, first.status, first.bound
+    if current_given:
+        limit = first.objective + extra_gpus
+        changes_row = [1 if kind == "changes" else 0 for _, _, kind in columns]
+        second = _solve(changes_row, [*base, (gpus_row, 0.0, float(limit))], upper)
+        if second is None:  # cannot happen: the first solution is feasible here
+            raise MigPlanError(f"the MILP solver ({SOLVER}) lost the plan of {first.objective} GPUs")
+        solution = second
+        if extra_gpus:  # the trade-off allowed more GPUs: now the fewest GPUs at that number of changes
+            third = _solve(gpus_row, [*base, (changes_row, 0.0, float(second.objective))], upper)
+            solution = third or second
+    gpus, flags = _ordered(names, _trimmed(wanted, columns, solution.x), in_place, sizes)
+    return MigPlan(
+        demand=MappingProxyType({n: c for n, c in zip(names, wanted, strict=True) if c}),
+        fleet=MappingProxyType(sizes),
+        gpus=tuple(gpus),
+        repartitioned_flags=tuple(flags),
+        lower_bound=min(bound, len(gpus)),
+        status=status,
+        optimal=True,
+        current_given=current_given,
+    )
+
+
+def _shortfall(
+    names: Sequence[str],
+    wanted: Vector,
+    sizes: Mapping[str, int],
+    columns: Sequence[tuple[str, Vector, str]],
+    upper: Sequence[float],
+    capacity_rows: Callable[[int], list[tuple[list[int], float, float]]],
+    coverage_rows: Callable[[int], list[tuple[list[int], float, float]]],
+) -> str:
+    """The refusal: GPUs the demand needs without the fleet's limit, and what the full fleet leaves missing."""
+    every = [_vector(names, layout) for model in sizes for layout in maximal_layouts(model)]
+    cover = [([v[i] for v in every], float(need), float("inf")) for i, need in enumerate(wanted)]
+    unlimited = _solve([1] * len(every), cover, [float("inf")] * len(every))
+    if unlimited is None:  # cannot happen: every demanded profile fits alone on a GPU of some model
+        raise MigPlanError("the MILP solver found no plan even for an unlimited fleet")
+    slack = [1] * len(names)
+    rows = coverage_rows(len(names)) + capacity_rows(len(names))
+    missing = _solve([0] * len(columns) + slack, rows, [*upper, *wanted])
+    short = {} if missing is None else dict(zip(names, missing.x[len(columns) :], strict=True))
+    fleet = sum(sizes.values())
+    demand = dict(zip(names, wanted, strict=True))
+    needs = unlimited.objective
+    if needs > fleet:
+        size = f"fleet has {fleet} (short by {needs - fleet})"
+    else:
+        size = f"fleet has {fleet}, but not enough of the models that offer these profiles"
+    return (
+        f"{' + '.join(sizes)}: {_describe(names, demand)} needs {needs} GPUs, {size}; "
+        f"with the whole fleet partitioned, still missing {_describe(names, short)}"
+    )
+
+
+Group = tuple[str, Vector, bool, int]  # (model, layout vector, kept as it is, how many GPUs)
+
+
+def _trimmed(wanted: Vector, columns: Sequence[tuple[str, Vector, str]], x: Sequence[int]) -> list[Group]:
+    """The chosen GPUs in groups of identical ones, the surplus trimmed off GPUs that are not kept.
+
+    Works on groups, not single GPUs, so the cost grows with distinct layouts, not with the fleet.
+    """
+    groups: list[Group] = [
+        (m, v, kind == "keep", n) for (m, v, kind), n in zip(columns, x, strict=True) if n and kind != "changes"
+    ]
+    surplus = [sum(g[1][i] * g[3] for g in groups) - need for i, need in enumerate(wanted)]
+    for i in range(len(wanted)):
+        trimmed: list[Group] = []
+        for model, vector, kept, n in groups:
+            if kept or not surplus[i] or not vector[i]:
+                trimmed.append((model, vector, kept, n))
+                continue
+            each = min(vector[i], surplus[i] // n)  # cut from every GPU of the group
+            rest = 0 if each == vector[i] else min(surplus[i] - each * n, n)  # one more cut from ``rest`` GPUs
+            surplus[i] -= each * n + rest
+            cut = (*vector[:i], vector[i] - each, *vector[i + 1 :])
+            if rest:
+                trimmed.append((model, (*cut[:i], cut[i] - 1, *cut[i + 1 :]), kept, rest))
+            if n - rest:
+                trimmed.append((model, cut, kept, n - rest))
+        groups = trimmed
+    return [g for g in groups if any(g[1])]  # an emptied GPU would contradict optimality; dropped all the same
+
+
+def _ordered(
+    names: Sequence[str], groups: Sequence[Group], in_place: InPlace, sizes: Mapping[str, int]
+) -> tuple[list[Placement], list[bool]]:
+    """Placed GPUs (per model, unchanged first) and, per GPU, whether its layout changes.
+
+    A planned GPU is matched with a GPU in place that has the same layout where one is left; the others
+    go to GPUs nothing describes first (no change), then to the remaining GPUs in place (a change).
+    """
+    merged: Counter[tuple[str, Vector]] = Counter()
+    for model, vector, _, n in groups:
+        merged[(model, vector)] += n
+    left = Counter({(m, _vector(names, dict(key))): n for (m, key), n in in_place.items()})
+    free = {model: size - sum(n for (m, _), n in in_place.items() if m == model) for model, size in sizes.items()}
+    runs: list[tuple[str, Vector, bool, int]] = []
+    for (model, vector), n in merged.items():
+        same = min(left[(model, vector)], n)
+        on_free = min(free[model], n - same)
+        free[model] -= on_free
+        runs += [(model, vector, False, same), (model, vector, not in_place, on_free)]
+        runs.append((model, vector, True, n - same - on_free))
+    order = {model: i for i, model in enumerate(sizes)}
+    runs.sort(key=lambda r: (order[r[0]], r[2], tuple(-c for c in reversed(r[1]))))
+    gpus: list[Placement] = []
+    flags: list[bool] = []
+    for model, vector, changed, n in runs:
+        if n:
+            placement = place(model, {name: c for name, c in zip(names, vector, strict=True) if c})
+            gpus += [placement] * n
+            flags += [changed] * n
+    return gpus, flags
+
+
+def plan(
+    model: str,
+    demand: Mapping[str, int],
+    fleet_size: int,
+    *,
+    current: Iterable[CurrentGpu | Layout] = (),
+    extra_gpus: int = 0,
+) -> MigPlan:
+    """``plan_fleet`` for a fleet of one model; ``current`` may then give bare layouts."""
+    if isinstance(fleet_size, bool) or not isinstance(fleet_size, int) or fleet_size < 0:
+        raise MigPlanError(f"fleet size must be an integer >= 0, got {fleet_size!r}")
+    gpus: list[CurrentGpu] = [item if isinstance(item, tuple) else (model, item) for item in current]
+    return plan_fleet(demand, {model: fleet_size}, current=gpus, extra_gpus=extra_gpus)
 
 
 def lower_bound(model: str, demand: Mapping[str, int]) -> int:
-    """Fewest GPUs of ``model`` that could possibly hold ``demand`` (step 2 of the module docstring)."""
-    return _bound(_space(model), _vector(model, demand))[0]
-
-
-def _describe(space: _Space, wanted: Vector) -> str:
-    return " + ".join(f"{n} x {name}" for name, n in zip(space.names, wanted, strict=True) if n) or "nothing"
-
-
-def plan(model: str, demand: Mapping[str, int], fleet_size: int, *, node_budget: int = DEFAULT_NODE_BUDGET) -> MigPlan:
-    """Per-GPU layouts for ``demand`` on the fewest GPUs of ``model``; every layout passes ``place``.
-
-    Raises ``MigPlanError`` when the fleet of ``fleet_size`` GPUs cannot hold the demand, stating the
-    shortfall ("needs 5 GPUs, fleet has 4").
-    """
-    if isinstance(fleet_size, bool) or not isinstance(fleet_size, int) or fleet_size < 0:
-        raise MigPlanError(f"fleet size must be an integer >= 0, got {fleet_size!r}")
-    space = _space(model)
-    wanted = _vector(model, demand)
-    floor = _bound(space, wanted)[0]
-    incumbent = min(_first_fit_decreasing(space, wanted), _bottleneck_greedy(space, wanted), key=len)
-    gpus, optimal, nodes = _branch_and_bound(space, wanted, incumbent, node_budget)
-    if len(gpus) > fleet_size:
-        if optimal:
-            needs = f"needs {len(gpus)} GPUs"
-        else:
-            needs = f"needs {len(gpus)} GPUs in the best plan found (lower bound {floor}, search stopped)"
-        raise MigPlanError(
-            f"{model}: {_describe(space, wanted)} {needs}, fleet has {fleet_size} (short by {len(gpus) - fleet_size})"
-        )
-    ordered = sorted(gpus, key=lambda v: tuple(-v[i] for i in space.hardest_first))
-    placements: dict[Vector, Placement] = {}
-    for vector in ordered:
-        if vector not in placements:
-            placements[vector] = place(model, dict(zip(space.names, vector, strict=True)))
-    return MigPlan(
-        model=model,
-        demand=MappingProxyType({n: c for n, c in zip(space.names, wanted, strict=True) if c}),
-        gpus=tuple(placements[v] for v in ordered),
-        lower_bound=floor,
-        fleet_size=fleet_size,
-        optimal=optimal,
-        nodes=nodes,
-    )
+    """Fewest GPUs of ``model`` that can hold ``demand`` (the proven optimum, with no fleet limit)."""
+    enough = sum(c for c in demand.values() if isinstance(c, int) and c > 0)  # one instance per GPU always fits
+    return plan(model, demand, enough).gpus_used
