@@ -89,7 +89,6 @@ class Reason(StrEnum):
     # waiting
     BUDGET_FULL = "budget-full"  #: maxUnavailable nodes of the pool are in maintenance
     ROLLOUT_HALTED = "rollout-halted"  #: a touched node of the pool failed or stopped renewing its slot
-    API_UNAVAILABLE = "api-unavailable"  #: the Kubernetes API failed; the step is retried with backoff
     EVICTION_BLOCKED = "eviction-blocked"  #: an eviction was refused (429: a PodDisruptionBudget); retrying
     MIG_PENDING = "mig-pending"  #: mig-manager has not reported success yet
     DRIVER_PENDING = "driver-pending"  #: the operator's driver is not ready on the node yet
@@ -147,7 +146,6 @@ WAIT_REASONS: Final = frozenset(
     {
         Reason.BUDGET_FULL,
         Reason.ROLLOUT_HALTED,
-        Reason.API_UNAVAILABLE,
         Reason.EVICTION_BLOCKED,
         Reason.MIG_PENDING,
         Reason.DRIVER_PENDING,

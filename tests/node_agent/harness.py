@@ -242,7 +242,8 @@ class Cluster:
             state = node["metadata"]["labels"].get(STATE_LABEL, "")
             if state in SLOT_STATES:
                 in_maintenance += 1
-            if state in TOUCHED_STATES:
+            acting = node["metadata"]["labels"].get(REASON_LABEL) != "budget-full"
+            if state in TOUCHED_STATES and acting:
                 touched += 1
                 if name not in holders:
                     self.stats.double_holds += 1  # touched without holding a slot: someone else could take it

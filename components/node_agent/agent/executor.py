@@ -34,6 +34,7 @@ from components.catalog.node_agent import (
     POOL_LABEL,
     REASON_LABEL,
     RECORD_ANNOTATION,
+    SLOT_STATES,
     STATE_LABEL,
     Flow,
     Reason,
@@ -106,6 +107,7 @@ class Memory:
     """What this process knows that is not on the node: results of its own actions."""
 
     uninstall_rc: int | None = None
+    reboot_requested: bool = False
     eviction_blocked: bool = False
     my_lease: dict[str, Any] | None = None
     lease_lost: bool = False
@@ -166,6 +168,7 @@ class Agent:
             install_detail=facts.detail,
             uninstaller=facts.uninstaller,
             uninstall_rc=self.memory.uninstall_rc,
+            reboot_requested=self.memory.reboot_requested,
             modules_loaded=facts.modules_loaded,
             files_remain=facts.files_remain,
             boot_id=facts.boot_id,
@@ -197,6 +200,8 @@ class Agent:
             self._record = record_from_json(json.loads(stored), labels.get(STATE_LABEL, ""))
         else:
             self._record = self._marker_record()  # a re-registered Node: the host remembers
+            if self._record != machine.Record():
+                self._persist(self._record)
         spec = node.get("spec", {})
         taints = spec.get("taints") or []
         pool = labels.get(POOL_LABEL, "")
@@ -218,7 +223,7 @@ class Agent:
             slot_lost=lost,
             halted_by=halted,
             smoke=self._smoke_status(pods),
-            marker_ok=self.host.marker_writable() if self._record.state is State.WAITING_SLOT else True,
+            marker_ok=self.host.marker_writable() if self._record.state in _MARKER_CHECKED else True,
         )
 
     def _budget(self, pool: str, now: float) -> tuple[bool, bool, str]:
@@ -383,6 +388,7 @@ class Agent:
             self.memory.uninstall_rc = self.host.uninstall(self.settings.uninstall_timeout_seconds, self.heartbeat)
         elif isinstance(action, machine.Reboot):
             self.host.reboot(action.allowed)
+            self.memory.reboot_requested = True
         elif isinstance(action, machine.SetLabel):
             self.api.patch_node(self.node, {"metadata": {"labels": {action.key: action.value}}})
         elif isinstance(action, machine.RemoveMigTaint):
@@ -396,8 +402,17 @@ class Agent:
             self._event(action)
 
     def _persist(self, record: machine.Record) -> None:
+        """The host marker first (it must be durable before a step that touches the node), then the Node.
+
+        A state that holds no slot does not need the marker: a full disk must not stop the agent from
+        saying so on the Node.
+        """
         data = record_to_json(record)
-        self.host.write_marker(data)
+        try:
+            self.host.write_marker(data)
+        except OSError:
+            if record.state in SLOT_STATES:
+                raise
         if self._node is None:
             return  # the Node is gone: only the host remembers
         labels: dict[str, str | None] = {
@@ -483,6 +498,9 @@ class Agent:
     @property
     def record(self) -> machine.Record:
         return self._record
+
+
+_MARKER_CHECKED = frozenset({State.IDLE, State.WAITING_SLOT, State.REFUSED})
 
 
 def _expired(lease: dict[str, Any], now: float) -> bool:

@@ -93,6 +93,7 @@ class Observations:
     install: str = Install.NONE
     install_detail: str = ""
     uninstaller: bool = False
+    reboot_requested: bool = False  #: this process asked for the reboot already
     uninstall_rc: int | None = None  #: result of this process's uninstall run (None: not run by this process)
     modules_loaded: bool = False
     files_remain: bool = False
@@ -284,6 +285,14 @@ def step(record: Record, obs: Observations, settings: Settings) -> Step:
         unknown = replace(record, state=State.VERIFYING, unknown="")
         actions, new = _fail(unknown, obs, Reason.UNKNOWN_STATE, f"state label {record.unknown!r} is not known")
         return [Cordon(), *actions], new
+    if record.state in TOUCHED_STATES and not obs.slot_held:
+        # Resumed after an operator cleared the slot: never act on a touched node without holding one.
+        detail = "resumed without a slot (cleared by an operator?); waiting for one"
+        new = _enter(record, obs, record.state, Reason.BUDGET_FULL, detail)
+        return [*_persist(record, new), AcquireSlot()], new
+    if record.state in TOUCHED_STATES and record.reason is Reason.BUDGET_FULL:
+        new = _enter(record, obs, record.state, None, "slot taken again; resuming")
+        return [MarkTouched(), Persist(new)], new
     handler = _HANDLERS[record.state]
     return handler(record, obs, settings)
 
@@ -300,6 +309,9 @@ def _idle(record: Record, obs: Observations, settings: Settings) -> Step:
         if refusal is not None:
             new = _enter(record, obs, State.REFUSED, *refusal)
             return [Persist(new), Emit("NodeAgentRefused", f"{refusal[0]}: {refusal[1]}", warning=True)], new
+    if not obs.marker_ok:
+        new = _enter(record, obs, State.REFUSED, Reason.DISK_FULL, "the host marker cannot be written (disk full?)")
+        return [Persist(new), Emit("NodeAgentRefused", "disk-full: the host marker cannot be written", True)], new
     if settings.dry_run:
         detail = f"dry run: would run {flow} (attempt {record.attempt + 1})"
         new = _enter(record, obs, State.IDLE, None, detail)
@@ -399,6 +411,9 @@ def _rebooting(record: Record, obs: Observations, settings: Settings) -> Step:
         return [Persist(new)], new
     if settings.allow_reboot and _waited(record, obs) >= settings.reboot_timeout_seconds:
         return _fail(record, obs, Reason.REBOOT_NOT_PERFORMED, f"same boot id {obs.boot_id} after the reboot")
+    if not obs.reboot_requested:
+        # A new process on the same boot (SIGTERM before the reboot was asked for): ask for it (again).
+        return [Reboot(settings.allow_reboot)], record
     return [], record
 
 
