@@ -163,13 +163,16 @@ class Transition:
     when: str
 
 
-#: Every transition the machine makes (``components/node_agent/agent/machine.py`` checks its moves against it).
+#: Every transition the machine makes (the fault tests check every move they see against this list).
 TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition(State.IDLE, State.WAITING_SLOT, "work to do: a host driver to hand over, or a MIG layout to apply"),
     Transition(State.IDLE, State.REFUSED, "the host driver cannot be removed safely (a refusal reason)"),
     Transition(State.IDLE, State.DONE, "MIG layout already in place on a new node: the taint is removed"),
     Transition(State.WAITING_SLOT, State.CORDONED, "a budget slot taken; the node is cordoned"),
     Transition(State.WAITING_SLOT, State.REFUSED, "the host marker cannot be written (disk full)"),
+    Transition(State.WAITING_SLOT, State.IDLE, "the work went away (driver gone, desired layout reached)"),
+    Transition(State.CORDONED, State.WAITING_SLOT, "the slot expired and was taken before touching: uncordoned"),
+    Transition(State.EVICTING, State.WAITING_SLOT, "the slot expired and was taken before touching: uncordoned"),
     Transition(State.CORDONED, State.EVICTING, "eviction of the node's GPU pods starts"),
     Transition(State.EVICTING, State.UNINSTALLING, "no GPU pod left (driver hand-over)"),
     Transition(State.EVICTING, State.MIG_APPLYING, "no GPU pod left (MIG layout): nvidia.com/mig.config set"),

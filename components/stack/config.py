@@ -20,9 +20,9 @@ from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
-from components.host_driver_removal.config import HostDriverRemovalConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
+from components.node_agent.config import NodeAgentConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
 
@@ -61,9 +61,9 @@ class StackConfig(ConfigModel):
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
     bare_metal: BareMetalConfig | None = None
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
-    host_driver_removal: HostDriverRemovalConfig = HostDriverRemovalConfig()
     kubeflow: KubeflowConfig | None = None
     mig: MigSettings = MigSettings()
+    node_agent: NodeAgentConfig = NodeAgentConfig()
     smoke_test: SmokeTestConfig = SmokeTestConfig()
 
     @model_validator(mode="before")

@@ -48,6 +48,14 @@ class Plan:
         """Pools whose nodes are handed over from a preinstalled driver to the operator's."""
         return tuple(pool for pool in self.pools if pool.host_driver_removal) if self.operator else ()
 
+    @property
+    def node_agent_pools(self) -> tuple[GpuPool, ...]:
+        """Pools the node agent works on: hand-over pools, and MIG pools when layouts go through it."""
+        if not self.operator:
+            return ()
+        mig = self.config.node_agent.mig_layout
+        return tuple(pool for pool in self.pools if pool.host_driver_removal or (mig and pool.name in self.mig.pools))
+
 
 def plan_stack(stack: StackConfig) -> Plan:
     """Decide everything; raises ``StackConfigError`` with every problem across sections."""

@@ -43,6 +43,18 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+class _IndexedPods(dict[tuple[str, str], dict[str, Any]]):
+    """The pod map, keeping the by-node index of its store current on every insert."""
+
+    def __init__(self, store: FakeKubernetes) -> None:
+        super().__init__()
+        self.store = store
+
+    def __setitem__(self, key: tuple[str, str], pod: dict[str, Any]) -> None:
+        super().__setitem__(key, pod)
+        self.store._by_node.setdefault(str(pod["spec"].get("nodeName", "")), set()).add(key)
+
+
 def _status(code: int, reason: str, message: str) -> Answer:
     return code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": message}
 
@@ -67,8 +79,12 @@ class FakeKubernetes:
     calls: list[tuple[str, str]] = field(default_factory=list)
     hang_seconds: float = 0.5
     version: int = 1
-    on_write: Callable[[], None] | None = None
+    on_write: Callable[[str, str], None] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
+    _by_node: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.pods = _IndexedPods(self)
 
     # -- the test's side ------------------------------------------------------------------------------
     def add_node(self, name: str, labels: dict[str, str], taints: list[dict[str, str]] | None = None) -> None:
@@ -87,6 +103,13 @@ class FakeKubernetes:
             "spec": {"nodeName": node, "containers": [{"name": "c", "resources": resources}]},
             "status": {"phase": "Running"},
         }
+
+    def pods_on(self, node: str) -> list[tuple[tuple[str, str], dict[str, Any]]]:
+        """The pods bound to ``node`` (an index, so that a 200-node simulation does not scan every pod)."""
+        keys = self._by_node.get(node, set())
+        return sorted(
+            (key, self.pods[key]) for key in keys if key in self.pods and self.pods[key]["spec"].get("nodeName") == node
+        )
 
     def outage(self, status: int = 503) -> Fault:
         fault = Fault(lambda method, path: True, status)
@@ -127,7 +150,7 @@ class FakeKubernetes:
                     return (0, None) if fault.status == 0 else _status(fault.status, "Fault", "injected")
             answer = self._route(method, path, query, body)
             if method != "GET" and answer[0] < 300 and self.on_write is not None:
-                self.on_write()
+                self.on_write(method, path)
             return answer
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Answer:
@@ -165,7 +188,8 @@ class FakeKubernetes:
         node = query.get("fieldSelector", "").removeprefix("spec.nodeName=")
         selector = dict(item.split("=", 1) for item in query.get("labelSelector", "").split(",") if "=" in item)
         found = []
-        for (ns, _), pod in sorted(self.pods.items()):
+        candidates = self.pods_on(node) if node else sorted(self.pods.items())
+        for (ns, _), pod in candidates:
             if namespace and ns != namespace:
                 continue
             if node and pod["spec"].get("nodeName") != node:

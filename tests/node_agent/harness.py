@@ -162,6 +162,11 @@ class Cluster:
     smoke_fails: set[str] = field(default_factory=set)
     reboot_fails: set[str] = field(default_factory=set)
     _since: dict[tuple[str, str], float] = field(default_factory=dict)
+    _states: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Every state change seen on a Node.
+    transitions: set[tuple[str, str]] = field(default_factory=set)
+    #: Every slot Lease's successive holders (the waves of the rollout).
+    holders: dict[str, list[str]] = field(default_factory=dict)
     _server: FakeApiServer | None = None
 
     def __post_init__(self) -> None:
@@ -234,16 +239,31 @@ class Cluster:
         node = self.store.nodes.get(name)
         return bool(node and node["spec"].get("unschedulable"))
 
-    def _count(self) -> None:
+    def _count(self, method: str, path: str) -> None:
+        if "/leases" in path:
+            for lease in self.store.leases.values():
+                chain = self.holders.setdefault(str(lease["metadata"]["name"]), [])
+                holder = str(lease["spec"].get("holderIdentity", ""))
+                if not chain or chain[-1] != holder:
+                    chain.append(holder)
+        elif "/nodes/" in path:
+            name = path.rsplit("/", 1)[-1]
+            node = self.store.nodes.get(name)
+            labels = node["metadata"]["labels"] if node else {}
+            before = self._states.get(name, ("", ""))[0]
+            after = labels.get(STATE_LABEL, "")
+            if before and after and before != after:
+                self.transitions.add((before, after))
+            self._states[name] = (after, labels.get(REASON_LABEL, ""))
+        else:
+            return
+        holders = {lease["spec"].get("holderIdentity") for lease in self.store.leases.values()}
         in_maintenance = 0
         touched = 0
-        holders = {lease["spec"].get("holderIdentity") for lease in self.store.leases.values()}
-        for name, node in self.store.nodes.items():
-            state = node["metadata"]["labels"].get(STATE_LABEL, "")
+        for name, (state, reason) in self._states.items():
             if state in SLOT_STATES:
                 in_maintenance += 1
-            acting = node["metadata"]["labels"].get(REASON_LABEL) != "budget-full"
-            if state in TOUCHED_STATES and acting:
+            if state in TOUCHED_STATES and reason != "budget-full":
                 touched += 1
                 if name not in holders:
                     self.stats.double_holds += 1  # touched without holding a slot: someone else could take it
@@ -286,8 +306,8 @@ class Cluster:
             ):
                 host.driver_ready = True
             self._mig_manager(name, labels)
-            for pod in list(self.store.pods.values()):
-                if pod["spec"].get("nodeName") != name or pod["status"]["phase"] != "Pending":
+            for _, pod in self.store.pods_on(name):
+                if pod["status"]["phase"] != "Pending":
                     continue
                 if self._after((name, "smoke-" + pod["metadata"]["name"]), self.smoke_delay):
                     pod["status"]["phase"] = "Failed" if name in self.smoke_fails else "Succeeded"
@@ -321,9 +341,11 @@ class Cluster:
 
     # -- running --------------------------------------------------------------------------------------
     def round(self) -> None:
+        now = self.clock.now()
         for name in sorted(self.agents):
-            if self.alive.get(name):
-                self.agents[name].tick()
+            agent = self.agents[name]
+            if self.alive.get(name) and not agent.stop.is_set() and agent.next_at <= now:
+                agent.tick()
         self.controllers()
         assert self.settings is not None
         self.clock.advance(self.settings.poll_seconds)

@@ -75,7 +75,8 @@ def micro_time(seconds: float) -> str:
 
 
 def parse_time(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    """Kubernetes MicroTime (or Time) in seconds; ``fromisoformat`` reads the trailing Z since 3.11."""
+    return datetime.fromisoformat(text).timestamp()
 
 
 def record_to_json(record: machine.Record) -> dict[str, Any]:
@@ -128,6 +129,9 @@ class Agent:
     log: list[str] = field(default_factory=list)
     _node: dict[str, Any] | None = None
     _record: machine.Record = field(default_factory=machine.Record)
+    _leases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: When the next tick is due (the loop sleeps until then; a simulation skips the agent until then).
+    next_at: float = 0.0
 
     # -- the loop ---------------------------------------------------------------------------------------
     def run(self, max_ticks: int | None = None) -> None:
@@ -138,10 +142,19 @@ class Agent:
             ok = self.tick()
             ticks += 1
             backoff = 1 if ok else min(backoff * 2, 4)
-            self.clock.sleep(self.settings.poll_seconds * backoff)
+            self.clock.sleep(max(self.next_at - self.clock.now(), 0.0) * backoff)
 
     def tick(self) -> bool:
         """One observe -> step -> act round; False when the API failed somewhere in it."""
+        before = self._record.state
+        ok = self._tick()
+        quiet = self._record.state in _QUIET_STATES and self._record.state is before
+        quiet = quiet and self.memory.my_lease is None
+        interval = self.settings.idle_poll_seconds if quiet and ok else self.settings.poll_seconds
+        self.next_at = self.clock.now() + interval
+        return ok
+
+    def _tick(self) -> bool:
         obs = self.observe()
         actions, new = machine.step(self._record, obs, self.settings)
         for action in actions:
@@ -229,6 +242,7 @@ class Agent:
     def _budget(self, pool: str, now: float) -> tuple[bool, bool, str]:
         """(we hold a slot, we lost the one we held, the node that halts the pool)."""
         leases = self.api.list_leases(self.namespace, f"{LEASE_POOL_LABEL}={pool}") if pool else []
+        self._leases = {str(lease["metadata"]["name"]): lease for lease in leases}
         mine = [lease for lease in leases if lease["spec"].get("holderIdentity") == self.node]
         halted = ""
         for lease in sorted(leases, key=lambda item: str(item["metadata"]["name"])):
@@ -290,6 +304,9 @@ class Agent:
         budget = self.settings.pool_budgets.get(self._pool(), 1)
         for index in range(budget):
             name = slot_lease_name(self._pool(), index)
+            seen = self._leases.get(name)
+            if seen is not None and seen["spec"].get("holderIdentity") != self.node and not _expired(seen, now):
+                continue  # held, as of this tick's list: no call needed
             try:
                 lease = self.api.get_lease(self.namespace, name)
             except ApiError as error:
@@ -500,6 +517,7 @@ class Agent:
         return self._record
 
 
+_QUIET_STATES = frozenset({State.IDLE, State.WAITING_SLOT, State.DONE, State.REFUSED, State.FAILED})
 _MARKER_CHECKED = frozenset({State.IDLE, State.WAITING_SLOT, State.REFUSED})
 
 

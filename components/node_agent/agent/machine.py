@@ -46,6 +46,8 @@ class Settings:
     smoke_timeout_seconds: float = 600.0
     lease_ttl_seconds: float = 300.0
     poll_seconds: float = 10.0
+    #: Poll interval while waiting for a slot or idle: 200 waiting nodes stay a light load on the API.
+    idle_poll_seconds: float = 60.0
     uninstall_timeout_seconds: float = 900.0
     #: The MIG resources a node of each pool should advertise: one smoke pod each.
     mig_resources: dict[str, tuple[str, ...]] = field(default_factory=dict)
