@@ -50,7 +50,8 @@ def agent_sources() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class NodeAgentArgs:
-    """Inputs: tuning, the budget of each pool (by its node-group label), MIG resources to smoke-test."""
+    """Inputs: tuning, the budget of each pool (by its node-group label), and the MIG resources to smoke-test
+    (by node group, or by node name for a bare-metal node)."""
 
     config: NodeAgentConfig
     pool_budgets: dict[str, int]
@@ -88,10 +89,12 @@ class NodeAgent(pulumi.ComponentResource):
     """Namespace, ServiceAccount, RBAC, admission policies, the code ConfigMap and the DaemonSet."""
 
     daemon_set: k8s.apps.v1.DaemonSet
+    pool_budgets: dict[str, int]
 
     def __init__(self, name: str, args: NodeAgentArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(NODE_AGENT_TYPE, name, None, opts)
         config = args.config
+        self.pool_budgets = dict(sorted(args.pool_budgets.items()))
         ns = config.namespace
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespace = k8s.core.v1.Namespace(

@@ -40,11 +40,16 @@ class NodeAgentConfig(ConfigModel):
     uninstall_timeout_seconds: int = Field(default=900, ge=60)
     lease_ttl_seconds: int = Field(default=300, ge=60, description="a holder that stops renewing for this long")
 
+    @field_validator("max_unavailable", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number >= 1 or a percentage such as '10%', not a boolean")
+        return value
+
     @field_validator("max_unavailable")
     @classmethod
     def _budget(cls, value: int | str) -> int | str:
-        if isinstance(value, bool):
-            raise ValueError("must be a number >= 1 or a percentage such as '10%', not a boolean")
         if isinstance(value, int):
             if value < 1:
                 raise ValueError(f"{value} is not allowed: at least 1 node (or a percentage such as '10%')")

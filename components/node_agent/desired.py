@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from components.catalog.names import MIG_CONFIG_LABEL
-from components.catalog.node_agent import MIG_DESIRED_LABEL
+from components.catalog.node_agent import EVENT_SOURCE, LEASE_POOL_LABEL, MIG_DESIRED_LABEL, REASON_LABEL, STATE_LABEL
 from components.catalog.pools import GpuPool
 from components.node_agent.config import NodeAgentConfig
 
@@ -32,3 +32,12 @@ def pool_budgets(config: NodeAgentConfig, pools: Iterable[GpuPool], keys: dict[s
         key = keys.get(pool.name, pool.name)
         sizes[key] = sizes.get(key, 0) + pool.max_nodes
     return {key: config.budget(size) for key, size in sorted(sizes.items())}
+
+
+def node_agent_watch_commands(namespace: str) -> list[str]:
+    """The commands docs/node-agent.md gives to watch a rollout (the stack output repeats them)."""
+    return [
+        f"kubectl get nodes -L {STATE_LABEL} -L {REASON_LABEL} -L nvidia.com/mig.config -L nvidia.com/mig.config.state",
+        f"kubectl get events -n default --field-selector involvedObject.kind=Node,source={EVENT_SOURCE} -w",
+        f"kubectl -n {namespace} get leases -l {LEASE_POOL_LABEL} -o wide",
+    ]

@@ -97,7 +97,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 config=stack.node_agent,
                 pool_budgets=pool_budgets(stack.node_agent, agent_pools, keys),
                 mig_resources={
-                    keys.get(pool.name, pool.name): sorted(plan.mig.resources_per_node(pool))
+                    pool.name: sorted(plan.mig.resources_per_node(pool))
                     for pool in agent_pools
                     if pool.name in plan.mig.pools
                 },

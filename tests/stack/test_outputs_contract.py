@@ -28,6 +28,7 @@ TOP_LEVEL_KEYS = {
     "gpuOperator",
     "kubeflow",
     "mig",
+    "nodeAgent",
 }
 
 

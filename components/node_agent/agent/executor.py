@@ -461,7 +461,9 @@ class Agent:
         self.api.patch_node(self.node, patch)  # 409 if the node changed in between: the next tick retries
 
     def _mig_resources(self) -> list[str]:
-        return list(self.settings.mig_resources.get(self._pool(), ()))
+        """A bare-metal node's own resources (keyed by node name), else its node group's."""
+        resources = self.settings.mig_resources
+        return list(resources.get(self.node) or resources.get(self._pool(), ()))
 
     def _start_smoke(self) -> None:
         existing = {
