@@ -22,6 +22,7 @@ from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_RE
 from components.node_agent.agent.machine import Settings
 from components.node_agent.component import AGENT_FILES, agent_sources, config_map_key
 from components.node_agent.reference import replace_tables
+from preview.policy_gate import run_gate, verdict_table
 from preview.render import is_manifest, manifest_of
 from preview.runner import ProgramRun, run_program
 from tests.helpers import ROOT, plan_raw, set_path, stack_raw
@@ -228,3 +229,11 @@ def test_refused_for_a_driverless_group() -> None:
 def test_the_docs_state_and_reason_tables_are_current() -> None:
     doc = (ROOT / "docs" / "node-agent.md").read_text()
     assert replace_tables(doc) == doc, "run: python -m components.node_agent.reference (and paste into the doc)"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_both_variants_pass_the_policy_gate(stack: str, request: pytest.FixtureRequest) -> None:
+    run: ProgramRun = request.getfixturevalue(stack)
+    result = run_gate(run)
+    assert result.mandatory == [], verdict_table(result)
+    assert not result.failed
