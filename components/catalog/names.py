@@ -3,8 +3,8 @@
 Node groups get the labels at creation (so autoscaled nodes carry them too), bare-metal nodes
 through a NodePatch; the GPU Operator values, the smoke test, the stack outputs and the policy pack
 select on them. Pure constants: the policy pack reads the same names without any provider SDK.
-The node-side removal script's own names (its states, reasons, env) are in
-``components.catalog.host_driver_removal``.
+The node agent's own names (its states, reasons, Leases, image) are in
+``components.catalog.node_agent``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ NODE_GROUP_LABEL: Final = f"{PREFIX}node-group"  # the Yandex node group (or bar
 GPU_MODEL_LABEL: Final = f"{PREFIX}gpu-model"  # the catalog model key, e.g. "V100-32GB"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"  # well-known label; selects a single bare-metal node
 
-# Opt-in to the host-driver hand-over: the DaemonSet's nodeSelector uses it; the script checks it
-# again before a fresh attempt, so a mis-rendered nodeSelector cannot strip drivers from other nodes.
+# Opt-in to the host-driver hand-over: the node agent hands a node's driver over only when its node
+# carries it, so a mis-rendered selector cannot strip drivers from nodes nobody asked for.
 HOST_DRIVER_REMOVAL_LABEL: Final = f"{PREFIX}host-driver-removal"
 HOST_DRIVER_REMOVAL_ENABLED: Final = "enabled"
 
@@ -79,7 +79,7 @@ GPU_NODE_GROUP_TYPE: Final = "gpu-platform:yandex:GpuNodeGroup"
 HOST_PREPARATION_TYPE: Final = "gpu-platform:baremetal:HostPreparation"
 NODE_LABELS_TYPE: Final = "gpu-platform:baremetal:NodeLabels"
 GPU_OPERATOR_TYPE: Final = "gpu-platform:gpu:GpuOperator"
-HOST_DRIVER_REMOVAL_TYPE: Final = "gpu-platform:gpu:HostDriverRemoval"
+NODE_AGENT_TYPE: Final = "gpu-platform:gpu:NodeAgent"
 GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
 OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"

@@ -2,7 +2,7 @@
 
 Every alert has a summary, a severity and a runbook section (docs/runbooks.md, anchor = the alert
 name in lower case). Which alerts a stack ships depends on what the stack has (NVLink, MIG-capable
-GPUs, an operator-managed driver, host-driver hand-over, smoke Jobs) and on ``observability.alerts``.
+GPUs, an operator-managed driver, the node agent, smoke Jobs) and on ``observability.alerts``.
 The expressions read dcgm-exporter's series and kube-state-metrics' ``kube_node_labels``, which only
 carries the node labels in its ``--metric-labels-allowlist`` (:func:`required_node_labels` says which).
 """
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from components.catalog import observability as facts
-from components.catalog.host_driver_removal import REASON_LABEL, STATE_LABEL, Reason, RemovalState
 from components.catalog.names import GPU_NODE_LABEL
+from components.catalog.node_agent import REASON_LABEL, STATE_LABEL, Reason, State
 
 if TYPE_CHECKING:  # the config imports ALERT_NAMES from here; only the type goes the other way
     from components.observability.config import AlertOverride
@@ -31,7 +31,7 @@ class AlertContext:
     nvlink: bool
     mig_capable: bool
     operator_driver: bool
-    host_driver_removal: bool
+    node_agent: bool
     smoke_namespace: str = ""
     smoke_jobs: tuple[str, ...] = ()
 
@@ -257,26 +257,26 @@ DEFINITIONS: tuple[AlertDefinition, ...] = (
         node_labels=(facts.DRIVER_UPGRADE_STATE_LABEL,),
     ),
     AlertDefinition(
-        "GpuHostDriverRemovalFailed",
+        "GpuNodeAgentFailed",
         "rollouts",
         "warning",
         "5m",
-        f"{ON_NODE}: the host-driver hand-over failed",
-        f"{STATE_LABEL} is {RemovalState.FAILED.value}; the reason is in {REASON_LABEL} and the node's Events.",
-        _label_is(STATE_LABEL, RemovalState.FAILED.value),
-        applies=lambda context: context.host_driver_removal,
+        f"{ON_NODE}: the node agent failed (driver hand-over or MIG layout change)",
+        f"{STATE_LABEL} is {State.FAILED.value}; the reason is in {REASON_LABEL} and the node's Events.",
+        _label_is(STATE_LABEL, State.FAILED.value),
+        applies=lambda context: context.node_agent,
         node_labels=(STATE_LABEL,),
     ),
     AlertDefinition(
-        "GpuHostDriverRolloutHalted",
+        "GpuNodeAgentRolloutHalted",
         "rollouts",
         "warning",
         "15m",
-        f"{ON_NODE} waits on a halted host-driver hand-over rollout",
-        f"{REASON_LABEL} is {Reason.ROLLOUT_HALTED.value}: a node failed after touching its driver, so no "
-        "other node is handed over until a human resets it.",
+        f"{ON_NODE} waits on a halted node-agent rollout",
+        f"{REASON_LABEL} is {Reason.ROLLOUT_HALTED.value}: a node failed after its maintenance touched it, so no "
+        "other node of the pool enters maintenance until a human clears it.",
         _label_is(REASON_LABEL, Reason.ROLLOUT_HALTED.value),
-        applies=lambda context: context.host_driver_removal,
+        applies=lambda context: context.node_agent,
         node_labels=(REASON_LABEL,),
     ),
     AlertDefinition(

@@ -29,7 +29,7 @@ class StackFacts:
     operator_namespace: str
     prometheus_operator: bool
     operator_driver: bool
-    host_driver_removal: bool
+    node_agent: bool
     smoke_jobs: tuple[str, ...] = ()
 
 
@@ -70,7 +70,7 @@ def plan_observability(
             nvlink=nvlink,
             mig_capable=any(pool.model.mig_capable for pool in pools),
             operator_driver=facts.operator_driver,
-            host_driver_removal=facts.host_driver_removal,
+            node_agent=facts.node_agent,
             smoke_namespace=facts.operator_namespace,
             smoke_jobs=facts.smoke_jobs,
         ),
@@ -83,7 +83,7 @@ def plan_observability(
                 cluster=facts.cluster,
                 smoke_namespace=facts.operator_namespace,
                 smoke_jobs=facts.smoke_jobs,
-                host_driver_removal=facts.host_driver_removal,
+                node_agent=facts.node_agent,
             )
         )
     return ObservabilityPlan(

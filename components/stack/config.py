@@ -21,9 +21,9 @@ from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_
 from components.catalog.kubernetes import KUBELET_MAX_SKEW
 from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
-from components.host_driver_removal.config import HostDriverRemovalConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
+from components.node_agent.config import NodeAgentConfig
 from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
@@ -63,9 +63,9 @@ class StackConfig(ConfigModel):
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
     bare_metal: BareMetalConfig | None = None
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
-    host_driver_removal: HostDriverRemovalConfig = HostDriverRemovalConfig()
     kubeflow: KubeflowConfig | None = None
     mig: MigSettings = MigSettings()
+    node_agent: NodeAgentConfig = NodeAgentConfig()
     smoke_test: SmokeTestConfig = SmokeTestConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
 

@@ -15,6 +15,7 @@ from components.catalog.kubeflow_manifests import DEX_ISSUER
 from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
 from components.mig.plan import demand_outputs
+from components.node_agent.desired import node_agent_watch_commands
 from components.observability.plan import RULES_NAME
 from components.stack.program import Platform
 from components.yandex.naming import replacement_fields
@@ -117,6 +118,20 @@ def observability_outputs(platform: Platform) -> dict[str, Any] | None:
     }
 
 
+def node_agent_outputs(platform: Platform) -> dict[str, Any] | None:
+    """Where the node agent runs, each pool's budget, and how to watch a rollout; None when it does not run."""
+    if platform.node_agent is None:
+        return None
+    config = platform.plan.config.node_agent
+    return {
+        "namespace": config.namespace,
+        "migLayout": config.mig_layout,
+        "dryRun": config.dry_run,
+        "budgets": platform.node_agent.pool_budgets,
+        "watch": node_agent_watch_commands(config.namespace),
+    }
+
+
 def export_outputs(platform: Platform) -> None:
     """Export the contract."""
     stack = platform.plan.config
@@ -143,3 +158,4 @@ def export_outputs(platform: Platform) -> None:
         {"strategy": platform.plan.mig.strategy, "demand": demand_outputs(platform.plan.mig)},
     )
     pulumi.export("observability", observability_outputs(platform))
+    pulumi.export("nodeAgent", node_agent_outputs(platform))

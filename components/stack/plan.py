@@ -53,6 +53,14 @@ class Plan:
         """Pools whose nodes are handed over from a preinstalled driver to the operator's."""
         return tuple(pool for pool in self.pools if pool.host_driver_removal) if self.operator else ()
 
+    @property
+    def node_agent_pools(self) -> tuple[GpuPool, ...]:
+        """Pools the node agent works on: hand-over pools, and MIG pools when layouts go through it."""
+        if not self.operator:
+            return ()
+        mig = self.config.node_agent.mig_layout
+        return tuple(pool for pool in self.pools if pool.host_driver_removal or (mig and pool.name in self.mig.pools))
+
 
 def plan_stack(stack: StackConfig) -> Plan:
     """Decide everything; raises ``StackConfigError`` with every problem across sections."""
@@ -81,7 +89,7 @@ def plan_stack(stack: StackConfig) -> Plan:
         if stack.smoke_test.enabled:
             resources = {pool.name: mig.resources_per_node(pool) for pool in pools}
             targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools))
-        observability = _observability(stack, pools, driver, targets)
+        observability = _observability(stack, pools, mig, driver, targets)
         # The operator values of two capabilities, merged before the call (MIG's, then observability's).
         fragments = deep_merge(mig_values(stack.mig, mig), observability.operator_values if observability else {})
         values = build_values(
@@ -104,14 +112,18 @@ def plan_stack(stack: StackConfig) -> Plan:
 
 
 def _observability(
-    stack: StackConfig, pools: tuple[GpuPool, ...], driver: DriverPlan, targets: tuple[SmokeTarget, ...]
+    stack: StackConfig,
+    pools: tuple[GpuPool, ...],
+    mig: MigPlanResult,
+    driver: DriverPlan,
+    targets: tuple[SmokeTarget, ...],
 ) -> ObservabilityPlan | None:
     facts = StackFacts(
         cluster=stack.cluster.name,
         operator_namespace=stack.gpu_operator.namespace,
         prometheus_operator=stack.gpu_operator.prometheus_operator,
         operator_driver=driver.owner == "operator",
-        host_driver_removal=any(pool.host_driver_removal for pool in pools),
+        node_agent=any(pool.host_driver_removal for pool in pools) or (stack.node_agent.mig_layout and bool(mig.pools)),
         smoke_jobs=tuple(target.job_name for target in targets),
     )
     return plan_observability(stack.observability, pools, facts)

@@ -21,8 +21,9 @@ from components.catalog.names import MIG_FIELD_MANAGER
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
-from components.host_driver_removal.component import HostDriverRemoval, HostDriverRemovalArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
+from components.node_agent.component import NodeAgent, NodeAgentArgs
+from components.node_agent.desired import agent_mig_labels, pool_budgets
 from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
 from components.stack.load import StackSecrets
@@ -42,7 +43,7 @@ class Platform:
     gpu_operator: GpuOperator | None = None
     kubeflow: Kubeflow | None = None
     host_preparation: HostPreparation | None = None
-    host_driver_removal: HostDriverRemoval | None = None
+    node_agent: NodeAgent | None = None
     node_labels: BareMetalNodeLabels | None = None
     mig_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
@@ -84,7 +85,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
             "mig-config",
             NodeLabelsArgs(
                 labels={
-                    node.name: plan.mig.labels(node.name)
+                    node.name: agent_mig_labels(plan.mig.labels(node.name), stack.node_agent.mig_layout)
                     for node in stack.bare_metal.nodes
                     if plan.mig.labels(node.name)
                 },
@@ -94,14 +95,20 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 depends_on=[platform.gpu_operator],
             ),
         )
-    removal_pools = plan.host_driver_removal_pools
-    if removal_pools and platform.gpu_operator is not None:
-        platform.host_driver_removal = HostDriverRemoval(
-            "host-driver-removal",
-            HostDriverRemovalArgs(
-                config=stack.host_driver_removal,
-                taints=[taint for pool in removal_pools for taint in pool.taints],
-                operator_namespace=stack.gpu_operator.namespace,
+    agent_pools = plan.node_agent_pools
+    if agent_pools and platform.gpu_operator is not None:
+        # The node-group label value of each pool's nodes: a bare-metal node carries its pool's name.
+        keys = {node.name: node.pool for node in stack.bare_metal.nodes} if stack.bare_metal else {}
+        platform.node_agent = NodeAgent(
+            "node-agent",
+            NodeAgentArgs(
+                config=stack.node_agent,
+                pool_budgets=pool_budgets(stack.node_agent, agent_pools, keys),
+                mig_resources={
+                    pool.name: sorted(plan.mig.resources_per_node(pool))
+                    for pool in agent_pools
+                    if pool.name in plan.mig.pools
+                },
                 provider=provider,
                 depends_on=[platform.gpu_operator],
             ),
@@ -167,7 +174,7 @@ def _node_groups(plan: Plan, access: ClusterAccess) -> dict[str, GpuNodeGroup]:
                 cluster_id=access.cluster_id,
                 cluster_name=stack.cluster.name,
                 kubernetes_version=stack.cluster.kubernetes_version,
-                extra_labels=plan.mig.labels(group_name),
+                extra_labels=agent_mig_labels(plan.mig.labels(group_name), stack.node_agent.mig_layout),
                 environment=stack.environment.name,
                 production=stack.environment.production,
             ),

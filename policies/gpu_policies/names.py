@@ -1,8 +1,7 @@
 """Resource type tokens, labels and annotations the policies recognise.
 
-The pack's own environment has only pulumi, pulumi-policy, PyYAML and bcrypt, so it imports the pure
-modules of the program (``components.catalog``, ``components.catalog.names``,
-``components.host_driver_removal.contract``) and nothing that pulls in a provider SDK.
+The names themselves are the program's, in ``components.catalog.names``: the pack imports the catalog and
+nothing else of the program, so it never pulls in a provider SDK.
 """
 
 from __future__ import annotations

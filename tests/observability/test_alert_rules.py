@@ -19,7 +19,7 @@ EVERYTHING = AlertContext(
     nvlink=True,
     mig_capable=True,
     operator_driver=True,
-    host_driver_removal=True,
+    node_agent=True,
     smoke_namespace="gpu-operator",
     smoke_jobs=("gpu-smoke-a100-gpu", "gpu-smoke-v100-gpu"),
 )
@@ -100,7 +100,7 @@ def test_stacks_ship_the_alerts_their_hardware_needs(shipped: tuple[str, Program
     assert ("GpuNvlinkErrors" in names) == (stack == "prod")
     assert ("GpuDriverUpgradeFailed" in names) == (stack == "dev")
     assert {"GpuCriticalXid", "GpuFellOffTheBus", "GpuNodeAllocatableZero", "GpuSmokeJobFailed"} <= names
-    assert not names & {"GpuHostDriverRemovalFailed", "GpuHostDriverRolloutHalted"}
+    assert not names & {"GpuNodeAgentFailed", "GpuNodeAgentRolloutHalted"}
 
 
 def test_a_raised_threshold_keeps_the_alert_quiet(tmp_path: Path) -> None:

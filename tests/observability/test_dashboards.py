@@ -22,7 +22,7 @@ from tests.observability import promtool
 
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$node": "gpu-node-1"}
 CONTEXT = DashboardContext(
-    cluster="ml-prod", smoke_namespace="gpu-operator", smoke_jobs=("gpu-smoke-a-gpu",), host_driver_removal=True
+    cluster="ml-prod", smoke_namespace="gpu-operator", smoke_jobs=("gpu-smoke-a-gpu",), node_agent=True
 )
 
 
@@ -109,7 +109,7 @@ def test_the_views_show_what_the_issue_asks(specs) -> None:
     for wanted in (
         "label_nvidia_com_gpu_driver_upgrade_state",
         "label_nvidia_com_mig_config_state",
-        "label_gpu_platform_io_driver_removal_state",
+        "label_gpu_platform_io_node_agent_state",
         "gpu-smoke-a-gpu",
     ):
         assert wanted in text["rollouts"], wanted

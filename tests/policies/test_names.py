@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from components.gpu_operator.config import GpuOperatorConfig
-from components.host_driver_removal.config import HostDriverRemovalConfig
+from components.node_agent.config import NodeAgentConfig
 from policies.gpu_policies.workloads import DEFAULT_PRIVILEGED_NAMESPACES
 from tests.helpers import ROOT
 
@@ -14,7 +14,7 @@ from tests.helpers import ROOT
 def test_the_default_privileged_namespaces_are_where_the_program_puts_privileged_pods() -> None:
     assert (
         GpuOperatorConfig.model_fields["namespace"].default,
-        HostDriverRemovalConfig.model_fields["namespace"].default,
+        NodeAgentConfig.model_fields["namespace"].default,
     ) == DEFAULT_PRIVILEGED_NAMESPACES
 
 

@@ -29,6 +29,7 @@ TOP_LEVEL_KEYS = {
     "kubeflow",
     "mig",
     "observability",
+    "nodeAgent",
 }
 
 

@@ -1,0 +1,1 @@
+"""The node agent's own code: standard library only, shipped to the nodes in a ConfigMap."""

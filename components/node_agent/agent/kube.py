@@ -1,0 +1,126 @@
+"""A small Kubernetes API client: JSON over HTTPS with the pod's service-account token.
+
+Why not a library: the agent runs air-gapped on the stock Python image with no image to build and no
+pip, so it can use only the standard library. It needs a dozen calls (nodes, pods, evictions, Leases,
+Events) and nothing of client-go's machinery (informers, discovery); ``urllib`` with the cluster CA
+and a bearer token is all of it. Every failure is an :class:`ApiError` carrying the HTTP status (0 for a
+timeout or a refused connection), so the executor can tell a conflict from a PDB from an outage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+class ApiError(Exception):
+    """An API call failed: ``status`` is the HTTP status, 0 when no answer came (timeout, refused)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class Kube:
+    """Calls the API at ``base_url`` with ``token``; ``ca_file`` None means plain HTTP (the tests' server)."""
+
+    def __init__(self, base_url: str, token: str, ca_file: str | None = None, timeout: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+
+    @classmethod
+    def in_cluster(cls) -> Kube:
+        """The API server of the cluster the pod runs in, with the projected token and CA."""
+        host = os.environ["KUBERNETES_SERVICE_HOST"]
+        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        with open(f"{SA_DIR}/token", encoding="utf-8") as handle:
+            token = handle.read().strip()
+        return cls(f"https://{host}:{port}", token, ca_file=f"{SA_DIR}/ca.crt")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """One call; returns the decoded JSON answer (None for an empty body)."""
+        url = self.base_url + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")
+            with contextlib.suppress(ValueError, AttributeError):
+                detail = json.loads(detail).get("message", detail)
+            raise ApiError(error.code, f"{method} {path}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as error:
+            raise ApiError(0, f"{method} {path}: {error}") from None
+        return json.loads(raw) if raw else None
+
+    # -- the calls the agent makes ------------------------------------------------------------------------
+    def get_node(self, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v1/nodes/{name}")
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch; with ``metadata.resourceVersion`` in it the API answers 409 on a conflict."""
+        return self.request("PATCH", f"/api/v1/nodes/{name}", patch, content_type="application/merge-patch+json")
+
+    def node_pods(self, node: str, namespace: str = "", label_selector: str = "") -> list[dict[str, Any]]:
+        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+        query = {"fieldSelector": f"spec.nodeName={node}"}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        return list(self.request("GET", path, query=query).get("items", []))
+
+    def evict(self, namespace: str, name: str) -> None:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body)
+
+    def create_pod(self, namespace: str, pod: dict[str, Any]) -> None:
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+
+    def list_leases(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        return list(self.request("GET", path, query={"labelSelector": label_selector}).get("items", []))
+
+    def create_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        return self.request("POST", path, lease)
+
+    def replace_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]:
+        """PUT with ``metadata.resourceVersion``: 409 if someone wrote in between (optimistic concurrency)."""
+        name = lease["metadata"]["name"]
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        return self.request("PUT", path, lease)
+
+    def delete_lease(self, namespace: str, name: str, resource_version: str) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        self.request("DELETE", path, {"preconditions": {"resourceVersion": resource_version}})
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        self.request("POST", f"/api/v1/namespaces/{namespace}/events", event)

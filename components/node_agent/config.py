@@ -1,0 +1,66 @@
+"""Config model of the node agent (``nodeAgent`` in the stack file).
+
+Groups opt in to the driver hand-over one by one with ``nodeGroups.<name>.hostDriverRemoval: true``;
+MIG layout changes go through the agent when ``migLayout`` is true. This section tunes both and sets
+the maintenance budget. The default advice stays: recreate a ``runc_drivers_cuda`` group as
+``gpuEnvironment: runc`` (a replacement with no zero-GPU window) and leave the hand-over off.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pydantic import Field, field_validator
+
+from components.base.config_model import ConfigModel
+
+_PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
+
+
+class NodeAgentConfig(ConfigModel):
+    """How the agent runs (its DaemonSet exists only when some pool has work for it)."""
+
+    namespace: str = "gpu-platform-system"
+    max_unavailable: int | str = Field(
+        default=1,
+        description="nodes of one pool in maintenance at once: a number >= 1 or a percentage such as '10%'",
+    )
+    mig_layout: bool = Field(
+        default=False,
+        description="MIG layout changes go through the agent (cordon, drain, relabel, smoke) a budget at a time",
+    )
+    dry_run: bool = Field(default=False, description="report what would be done; change nothing")
+    allow_reboot: bool = Field(default=True, description="false: write /run/reboot-required for kured instead")
+    eviction_timeout_seconds: int = Field(default=600, ge=30)
+    reboot_timeout_seconds: int = Field(default=900, ge=120)
+    driver_ready_timeout_seconds: int = Field(default=1200, ge=60)
+    mig_timeout_seconds: int = Field(default=900, ge=60)
+    smoke_timeout_seconds: int = Field(default=600, ge=60)
+    uninstall_timeout_seconds: int = Field(default=900, ge=60)
+    lease_ttl_seconds: int = Field(default=300, ge=60, description="a holder that stops renewing for this long")
+
+    @field_validator("max_unavailable", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number >= 1 or a percentage such as '10%', not a boolean")
+        return value
+
+    @field_validator("max_unavailable")
+    @classmethod
+    def _budget(cls, value: int | str) -> int | str:
+        if isinstance(value, int):
+            if value < 1:
+                raise ValueError(f"{value} is not allowed: at least 1 node (or a percentage such as '10%')")
+            return value
+        if not _PERCENT.match(value):
+            raise ValueError(f"{value!r} is not allowed: a number >= 1 or a percentage from '1%' to '100%'")
+        return value
+
+    def budget(self, pool_size: int) -> int:
+        """Slots for a pool of ``pool_size`` nodes: a percentage rounds up, and is at least one node."""
+        if isinstance(self.max_unavailable, int):
+            return max(1, min(self.max_unavailable, max(pool_size, 1)))
+        percent = int(self.max_unavailable.rstrip("%"))
+        return max(1, math.ceil(pool_size * percent / 100))
