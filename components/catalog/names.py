@@ -28,6 +28,11 @@ HOST_DRIVER_REMOVAL_ENABLED: Final = "enabled"
 FIELD_MANAGER: Final = "gpu-platform"
 MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes
 
+# Explicit ordering inside one kustomize.v2.Directory / yaml/v2 ConfigGroup: pulumi-kubernetes makes an
+# object depend on the objects this annotation names, "<group>/namespaces/<namespace>/<kind>/<name>"
+# (cli-utils dependency graph; pulumi-kubernetes docs, yaml/v2 ConfigFile "Explicit Dependency Ordering").
+DEPENDS_ON_ANNOTATION: Final = "config.kubernetes.io/depends-on"
+
 # The GPU Operator namespace records the driver facts for the policy pack.
 DRIVER_OWNER_ANNOTATION: Final = f"{PREFIX}driver-owner"
 DRIVER_VERSION_ANNOTATION: Final = f"{PREFIX}driver-version"

@@ -30,6 +30,7 @@ import pulumi_random as random
 from components.base.problems import Problem, StackConfigError
 from components.base.runtime_mode import is_offline, notice
 from components.catalog import kubeflow_manifests as km
+from components.catalog.names import KUBEFLOW_TYPE
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.config import KubeflowConfig
 from components.kubeflow.overlay import (
@@ -99,7 +100,7 @@ class Kubeflow(pulumi.ComponentResource):
     ingress: k8s.networking.v1.Ingress
 
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:kubeflow:Kubeflow", name, None, opts)
+        super().__init__(KUBEFLOW_TYPE, name, None, opts)
         config = args.config
         self._check_checkout(config)
         self.overlay = overlay_dir(args.stack)

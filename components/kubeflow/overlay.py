@@ -58,6 +58,7 @@ from typing import Any
 import yaml
 
 from components.catalog import kubeflow_manifests as km
+from components.catalog.names import DEPENDS_ON_ANNOTATION
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class Stage:
     summary: str
     paths: frozenset[str] | None
     """The example paths it holds (when their component is enabled); None: every path no other stage holds."""
+    webhooks_after_servers: bool
+    """Register each webhook configuration only once the Deployment serving it is ready (see ``_webhook_patch``)."""
 
 
 _LAYOUT = km.MANIFESTS_TAGS[km.DEFAULT_TAG]
@@ -80,11 +83,13 @@ FOUNDATION = Stage(
             *(path for component, path in _LAYOUT.example_resources if component == "istio"),
         }
     ),
+    webhooks_after_servers=False,
 )
 PLATFORM = Stage(
     "platform",
     "everything else: Kubeflow's issuer, authentication, the Kubeflow applications",
     None,
+    webhooks_after_servers=True,
 )
 STAGES: tuple[Stage, ...] = (FOUNDATION, PLATFORM)
 """Deploy in this order; each is a kustomization directory inside the overlay directory."""
@@ -351,6 +356,31 @@ def dex_config_yaml(spec: KubeflowOverlaySpec) -> str:
     return text
 
 
+def _webhook_patch(webhook: km.WebhookServer) -> dict[str, Any]:
+    """Annotate a webhook configuration to depend on the Deployment that serves it.
+
+    Inside one Directory pulumi-kubernetes creates an object as soon as its CRD and Namespace exist,
+    so a ``failurePolicy: Fail`` webhook registered early refuses what it matches (Knative's config
+    ConfigMaps, KServe's ClusterServingRuntimes) until its server is up, and ``pulumi up`` fails where
+    upstream's README retries. Registered after its server is ready, a webhook admits everything
+    created before it unchecked, as upstream's ``sortOptions`` (webhooks last) intend. Not for the
+    foundation: there the webhooks (istiod's sidecar injector above all) must exist before the
+    platform's pods, and are given their CA bundle while their servers start.
+    """
+    return _patch(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": webhook.kind,
+            "metadata": {
+                "name": webhook.name,
+                "annotations": {
+                    DEPENDS_ON_ANNOTATION: f"apps/namespaces/{webhook.namespace}/Deployment/{webhook.deployment}"
+                },
+            },
+        }
+    )
+
+
 def _content_patches(spec: KubeflowOverlaySpec, components: tuple[str, ...]) -> list[dict[str, Any]]:
     """The overlay's changes to the objects of ``components`` (each patch must find its object)."""
     patches = [
@@ -424,7 +454,14 @@ def _kustomization(spec: KubeflowOverlaySpec, checkout: str, stage: Stage) -> st
         "sortOptions": km.upstream_sort_options(),
         "resources": _resources(spec, checkout, stage),
     }
-    patches = _content_patches(spec, stage_components(spec, stage))
+    components = stage_components(spec, stage)
+    patches = _content_patches(spec, components)
+    if stage.webhooks_after_servers:
+        # cert-manager has a path in each stage; its webhooks are in the foundation's.
+        elsewhere = {c for other in STAGES if not other.webhooks_after_servers for c in stage_components(spec, other)}
+        patches.extend(
+            _webhook_patch(w) for w in km.WEBHOOK_SERVERS if w.component in components and w.component not in elsewhere
+        )
     if patches:
         document["patches"] = patches
     return _header(spec, stage) + _dump(document)

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from components.catalog import kubeflow_manifests as km
+from components.catalog.names import DEPENDS_ON_ANNOTATION
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.component import overlay_dir
 from components.kubeflow.overlay import FOUNDATION, PLATFORM, STAGES, review_command
@@ -43,6 +44,7 @@ SECRET = "kubernetes:core/v1:Secret"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 DIRECTORY = "kubernetes:kustomize/v2:Directory"
 _HASH_SUFFIX = re.compile(r"-[a-z0-9]{10}$")
+_WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 _CREDENTIAL_VARIABLE = re.compile(r"PASSWORD|SECRET|ACCESS_?KEY|TOKEN", re.IGNORECASE)
 
 
@@ -357,8 +359,9 @@ def test_stages_are_the_example_minus_what_the_program_owns_and_what_is_left_out
     assert set(ours) - set(theirs) == set()
     assert set(theirs) - set(ours) == owned | left_out
     changed = {k for k in set(ours) & set(theirs) if _without_name(ours[k]) != _without_name(theirs[k])}
+    webhooks = {k for k in changed if k[0] in _WEBHOOK_KINDS}
     assert (
-        changed
+        changed - webhooks
         == {
             ("ConfigMap", "auth", km.DEX_CONFIGMAP),  # the configured dex user
             ("ConfigMap", "oauth2-proxy", km.OAUTH2_PROXY_PARAMETERS_CONFIGMAP),  # FORCE_HTTPS=true, so a new hash
@@ -367,6 +370,15 @@ def test_stages_are_the_example_minus_what_the_program_owns_and_what_is_left_out
             ("Deployment", *km.KATIB_MYSQL[:2]),  # no MYSQL_ALLOW_EMPTY_PASSWORD
         }
     )
+    platform = {key(o) for o in stack.directories[f"kubeflow-{PLATFORM.directory}"] if o["kind"] in _WEBHOOK_KINDS}
+    assert webhooks == platform, "every platform webhook, and only those, gained an annotation"
+    for webhook in webhooks:  # ... and nothing else
+        annotations = dict(ours[webhook]["metadata"]["annotations"])
+        del annotations[DEPENDS_ON_ANNOTATION]
+        unannotated = {**ours[webhook], "metadata": {**ours[webhook]["metadata"], "annotations": annotations}}
+        if not annotations:
+            del unannotated["metadata"]["annotations"]
+        assert canonical(unannotated) == canonical(theirs[webhook]), webhook
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,3 +403,48 @@ def test_readme_review_command_works_from_the_preview_copy(stack_renders: dict[s
     assert result.returncode == 0, result.stderr
     rendered = parse(result.stdout)
     assert {key(o) for o in rendered} == {key(o) for o in stack_renders["dev"].directories["kubeflow-foundation"]}
+
+
+# --------------------------------------------------------------------------------------------
+# Webhooks after their servers
+# --------------------------------------------------------------------------------------------
+
+
+def webhook_servers(objects: list[Obj]) -> set[tuple[str, str, str, str]]:
+    """(webhook kind, webhook name, namespace, Deployment) where the webhook's Service selects the Deployment's pods."""
+    services = {
+        (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects if o["kind"] == "Service"
+    }
+    deployments = [o for o in objects if o["kind"] == "Deployment"]
+    found = set()
+    for webhook in (o for o in objects if o["kind"] in _WEBHOOK_KINDS):
+        for hook in webhook["webhooks"]:
+            ref = hook["clientConfig"]["service"]
+            selector = services[(ref["namespace"], ref["name"])]["spec"]["selector"]
+            for deployment in deployments:
+                labels = deployment["spec"]["template"]["metadata"].get("labels") or {}
+                if deployment["metadata"]["namespace"] == ref["namespace"] and selector.items() <= labels.items():
+                    found.add(
+                        (webhook["kind"], webhook["metadata"]["name"], ref["namespace"], deployment["metadata"]["name"])
+                    )
+    return found
+
+
+def test_catalogued_webhook_servers_are_upstreams(example: list[Obj]) -> None:
+    assert webhook_servers(example) == {(w.kind, w.name, w.namespace, w.deployment) for w in km.WEBHOOK_SERVERS}
+
+
+def test_platform_webhooks_wait_for_their_servers_and_foundation_ones_do_not(stack: StackRender) -> None:
+    platform = stack.directories[f"kubeflow-{PLATFORM.directory}"]
+    foundation = stack.directories[f"kubeflow-{FOUNDATION.directory}"]
+    servers = {
+        (kind, name): f"apps/namespaces/{ns}/Deployment/{deployment}"
+        for kind, name, ns, deployment in webhook_servers(platform)
+    }
+    webhooks = [o for o in platform if o["kind"] in _WEBHOOK_KINDS]
+    assert len(webhooks) == len(servers) >= 15, "every platform webhook is served from inside the platform"
+    for webhook in webhooks:
+        annotations = webhook["metadata"].get("annotations") or {}
+        assert annotations.get(DEPENDS_ON_ANNOTATION) == servers[(webhook["kind"], webhook["metadata"]["name"])]
+    for webhook in (o for o in foundation if o["kind"] in _WEBHOOK_KINDS):
+        assert DEPENDS_ON_ANNOTATION not in (webhook["metadata"].get("annotations") or {}), webhook["metadata"]["name"]
