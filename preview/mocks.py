@@ -92,6 +92,7 @@ class Registration:
     inputs: dict[str, Any]  # plain: for policies, never written to disk
     masked_inputs: dict[str, Any]
     dependencies: list[str] = field(default_factory=list)
+    transforms: tuple[Any, ...] = ()  # the ``transforms`` callbacks of its options (the mocks never run them)
 
     @property
     def parent_name(self) -> str | None:
@@ -106,8 +107,11 @@ class PlatformMocks(Mocks):
 
     def __init__(self) -> None:
         self.calls: list[MockCallArgs] = []
+        self.transforms: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.transforms:
+            self.transforms[(args.typ, args.name)] = tuple(args.transforms)
         state = dict(args.inputs)
         resource_id = fake_id(args.typ, args.name)
         if args.typ == NODE_GROUP_TYPE:
@@ -161,6 +165,10 @@ class RecordingMonitor(MockMonitor):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
 
+    def _transforms(self, resource_type: str, name: str) -> tuple[Any, ...]:
+        mocks = self.mocks
+        return mocks.transforms.get((resource_type, name), ()) if isinstance(mocks, PlatformMocks) else ()
+
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
@@ -175,6 +183,7 @@ class RecordingMonitor(MockMonitor):
                     inputs=unwrap_wire(wire),
                     masked_inputs=mask_like(unwrap_wire(wire), mask_wire(wire)),
                     dependencies=list(request.dependencies),
+                    transforms=self._transforms(request.type, request.name),
                 )
             )
         return response

@@ -1,26 +1,39 @@
-"""Facts about kubeflow/manifests 1.10: tags, layout, the example install and its public defaults.
+"""Facts about kubeflow/manifests v1.10.2: layout, the example install and its public defaults.
 
 Upstream installs Kubeflow with ``kustomize build example | kubectl apply``. That example ships a
-static dex user (``user@example.com`` / ``12341234``), a public OIDC client secret and a public
-oauth2-proxy cookie secret, and always installs cert-manager. gpu-platform generates its own
-overlay over a pinned checkout instead (``components/kubeflow/overlay.py``); this module holds the
-facts that overlay and the CrossGuard policies need, written once.
+static dex user (``user@example.com`` / ``12341234``), a public OIDC client secret, a public
+oauth2-proxy cookie secret, Katib's MySQL root password ``test``, Pipelines' MinIO keys
+``minio``/``minio123`` and Pipelines' MySQL ``root`` with an empty password, and always installs
+cert-manager. gpu-platform generates its own overlay over the pinned tree instead
+(``components/kubeflow/overlay.py``); this module holds the facts that overlay, the Kubeflow component
+and the CrossGuard policies need, written once.
 
-Sources (github.com/kubeflow/manifests, Apache-2.0; the repository now also answers as
-kubeflow/community-distribution):
-- ``example/kustomization.yaml`` at tag v1.10.2 (commit d8d643f1a736b28c525bd9b8ee5c9b2f4a661b39,
-  identical to the v1.10-branch head ef152a9ce) and at tag v1.10.0 (commit
-  c1ae849873a36199af43c4e14d113bd60fc695d7).
-- v1.10.1 (commit e636e839f, 2025-05-12) uses the v1.10.0 layout (``apps/``,
-  ``common/istio-1-24/``). Its example was not compared line by line: it is taken to list the same
-  resources as v1.10.0. Spark was added to the example by PR #3131 (merged 2025-05-12, on master),
-  so spark is only offered for v1.10.2, where the example lists it.
+Only the version pinned in ``components.catalog.upstream`` (``KUBEFLOW_MANIFESTS``, by content
+digest) is supported: the tests render that real tree, and an unpinned tree cannot be verified.
+
+Sources (github.com/kubeflow/manifests, Apache-2.0, tag v1.10.2, commit
+d8d643f1a736b28c525bd9b8ee5c9b2f4a661b39; paths relative to the repository root):
+- ``example/kustomization.yaml``: the resources, their order and ``sortOptions``.
 - ``common/dex/base/kustomization.yaml``, ``common/dex/base/dex-passwords.yaml``,
   ``common/dex/base/secret_params.env``, ``common/dex/overlays/oauth2-proxy/config-map.yaml``,
-  ``common/dex/base/deployment.yaml`` (envFrom ``dex-oidc-client`` and ``dex-passwords``).
+  ``common/dex/base/deployment.yaml`` (envFrom ``dex-oidc-client`` and ``dex-passwords``),
+  ``common/dex/base/namespace.yaml``.
 - ``common/oauth2-proxy/base/kustomization.yaml`` (secretGenerator ``oauth2-proxy``,
-  configMapGenerator ``oauth2-proxy-parameters``) and ``common/oauth2-proxy/base/deployment.yaml``
-  (env from secretKeyRef ``oauth2-proxy``: client-id, client-secret, cookie-secret).
+  configMapGenerator ``oauth2-proxy-parameters``), ``common/oauth2-proxy/base/deployment.yaml``
+  (env from secretKeyRef ``oauth2-proxy``: client-id, client-secret, cookie-secret),
+  ``common/oauth2-proxy/base/namespace.yaml``.
+- ``common/kubeflow-namespace/base/namespace.yaml``.
+- ``applications/katib/upstream/components/mysql/secret.yaml`` and ``mysql.yaml``,
+  ``applications/katib/upstream/components/db-manager/db-manager.yaml``.
+- ``applications/pipeline/upstream/base/installs/generic/mysql-secret.yaml``,
+  ``applications/pipeline/upstream/third-party/mysql/base/mysql-deployment.yaml``,
+  ``applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml`` and
+  ``minio-deployment.yaml``, ``applications/pipeline/upstream/base/pipeline/*-deployment.yaml``,
+  ``applications/pipeline/upstream/base/cache/cache-deployment.yaml``,
+  ``applications/pipeline/upstream/base/metadata/base/metadata-grpc-deployment.yaml``,
+  ``applications/pipeline/upstream/third-party/argo/base/workflow-controller-configmap-patch.yaml``,
+  ``applications/pipeline/upstream/base/installs/multi-user/pipelines-profile-controller/``
+  (``deployment.yaml``, ``sync.py``, ``decorator-controller.yaml``).
 - ``common/user-namespace/base`` (Profile ``kubeflow-user-example-com`` owned by the default user,
   filled from the generated ConfigMap ``default-install-config``).
 - README v1.10.x "Change Default User Password" and the dex config comment "YOU SHOULD NOT USE THE
@@ -34,20 +47,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from components.catalog.upstream import KUBEFLOW_MANIFESTS
+
 # --------------------------------------------------------------------------------------------
-# Tags
+# The pinned tag and its layout
 # --------------------------------------------------------------------------------------------
 
-DEFAULT_TAG = "v1.10.2"
+DEFAULT_TAG = KUBEFLOW_MANIFESTS.version
 
 
 @dataclass(frozen=True)
 class ManifestsTag:
-    """One supported tag of kubeflow/manifests and where its directories are.
+    """The supported tag of kubeflow/manifests and where its directories are.
 
-    The path layout changed inside the 1.10 line: v1.10.0 and v1.10.1 keep applications under
+    The path layout changed inside the 1.10 line (v1.10.0 and v1.10.1 keep applications under
     ``apps/`` and Istio under ``common/istio-1-24/``; v1.10.2 moved them to ``applications/`` and
-    ``common/istio/``. A program that pins "1.10" must therefore know the exact tag.
+    ``common/istio/``), so a program that pins "1.10" must know the exact tag.
     """
 
     tag: str
@@ -59,63 +74,51 @@ class ManifestsTag:
     in upstream order, paths relative to the repository root."""
 
 
-def _example(apps: str, istio: str, profiles: str, *, spark: bool) -> tuple[tuple[str, str], ...]:
-    """The resources of ``example/kustomization.yaml`` for one layout, in upstream order.
+_V1_10_2_EXAMPLE: tuple[tuple[str, str], ...] = (
+    ("cert-manager", "common/cert-manager/base"),  # CERT_MANAGER_PATH
+    ("cert-manager", "common/cert-manager/kubeflow-issuer/base"),
+    ("istio", "common/istio/istio-crds/base"),
+    ("istio", "common/istio/istio-namespace/base"),
+    ("istio", "common/istio/istio-install/overlays/oauth2-proxy"),
+    ("oauth2-proxy", "common/oauth2-proxy/overlays/m2m-dex-only"),
+    ("dex", "common/dex/overlays/oauth2-proxy"),
+    ("knative", "common/knative/knative-serving/overlays/gateways"),
+    ("knative", "common/istio/cluster-local-gateway/base"),
+    ("kubeflow-namespace", "common/kubeflow-namespace/base"),
+    ("network-policies", "common/networkpolicies/base"),
+    ("kubeflow-roles", "common/kubeflow-roles/base"),
+    ("istio-resources", "common/istio/kubeflow-istio-resources/base"),
+    ("pipelines", "applications/pipeline/upstream/env/cert-manager/platform-agnostic-multi-user"),
+    ("katib", "applications/katib/upstream/installs/katib-with-kubeflow"),
+    ("central-dashboard", "applications/centraldashboard/overlays/oauth2-proxy"),
+    ("admission-webhook", "applications/admission-webhook/upstream/overlays/cert-manager"),
+    ("jupyter", "applications/jupyter/jupyter-web-app/upstream/overlays/istio"),
+    ("jupyter", "applications/jupyter/notebook-controller/upstream/overlays/kubeflow"),
+    ("profiles", "applications/profiles/pss"),
+    ("pvc-viewer", "applications/pvcviewer-controller/upstream/base"),
+    ("volumes-web-app", "applications/volumes-web-app/upstream/overlays/istio"),
+    ("tensorboard", "applications/tensorboard/tensorboard-controller/upstream/overlays/kubeflow"),
+    ("tensorboard", "applications/tensorboard/tensorboards-web-app/upstream/overlays/istio"),
+    ("training-operator", "applications/training-operator/upstream/overlays/kubeflow"),
+    ("user-namespace", "common/user-namespace/base"),
+    ("kserve", "applications/kserve/kserve"),
+    ("kserve", "applications/kserve/models-web-app/overlays/kubeflow"),
+    ("spark", "applications/spark/spark-operator/overlays/kubeflow"),
+)
 
-    The layouts differ only in the two directory prefixes, the profiles overlay (v1.10.2 switched
-    to ``profiles/pss``) and the spark operator line (only in v1.10.2).
-    """
-    entries = [
-        ("cert-manager", "common/cert-manager/base"),
-        ("cert-manager", "common/cert-manager/kubeflow-issuer/base"),
-        ("istio", f"{istio}/istio-crds/base"),
-        ("istio", f"{istio}/istio-namespace/base"),
-        ("istio", f"{istio}/istio-install/overlays/oauth2-proxy"),
-        ("oauth2-proxy", "common/oauth2-proxy/overlays/m2m-dex-only"),
-        ("dex", "common/dex/overlays/oauth2-proxy"),
-        ("knative", "common/knative/knative-serving/overlays/gateways"),
-        ("knative", f"{istio}/cluster-local-gateway/base"),
-        ("kubeflow-namespace", "common/kubeflow-namespace/base"),
-        ("network-policies", "common/networkpolicies/base"),
-        ("kubeflow-roles", "common/kubeflow-roles/base"),
-        ("istio-resources", f"{istio}/kubeflow-istio-resources/base"),
-        ("pipelines", f"{apps}/pipeline/upstream/env/cert-manager/platform-agnostic-multi-user"),
-        ("katib", f"{apps}/katib/upstream/installs/katib-with-kubeflow"),
-        ("central-dashboard", f"{apps}/centraldashboard/overlays/oauth2-proxy"),
-        ("admission-webhook", f"{apps}/admission-webhook/upstream/overlays/cert-manager"),
-        ("jupyter", f"{apps}/jupyter/jupyter-web-app/upstream/overlays/istio"),
-        ("jupyter", f"{apps}/jupyter/notebook-controller/upstream/overlays/kubeflow"),
-        ("profiles", f"{apps}/{profiles}"),
-        ("pvc-viewer", f"{apps}/pvcviewer-controller/upstream/base"),
-        ("volumes-web-app", f"{apps}/volumes-web-app/upstream/overlays/istio"),
-        ("tensorboard", f"{apps}/tensorboard/tensorboard-controller/upstream/overlays/kubeflow"),
-        ("tensorboard", f"{apps}/tensorboard/tensorboards-web-app/upstream/overlays/istio"),
-        ("training-operator", f"{apps}/training-operator/upstream/overlays/kubeflow"),
-        ("user-namespace", "common/user-namespace/base"),
-        ("kserve", f"{apps}/kserve/kserve"),
-        ("kserve", f"{apps}/kserve/models-web-app/overlays/kubeflow"),
-    ]
-    if spark:
-        entries.append(("spark", f"{apps}/spark/spark-operator/overlays/kubeflow"))
-    return tuple(entries)
-
-
-_V1_10_0_EXAMPLE = _example("apps", "common/istio-1-24", "profiles/upstream/overlays/kubeflow", spark=False)
+CERT_MANAGER_PATH = "common/cert-manager/base"
+"""cert-manager itself (1.16.1: CRDs, controller, cainjector, webhook). The example's other
+cert-manager path, ``common/cert-manager/kubeflow-issuer/base``, is only the ClusterIssuer
+``kubeflow-self-signing-issuer``, which cert-manager's webhook validates."""
 
 MANIFESTS_TAGS: Mapping[str, ManifestsTag] = MappingProxyType(
     {
-        "v1.10.0": ManifestsTag(
-            "v1.10.0", "c1ae849873a36199af43c4e14d113bd60fc695d7", "apps", "common/istio-1-24", _V1_10_0_EXAMPLE
-        ),
-        # Same layout as v1.10.0 (research: "v1.10.0 and v1.10.1 use apps/ ... common/istio-1-24/");
-        # example resources assumed equal to v1.10.0's (see the module docstring).
-        "v1.10.1": ManifestsTag("v1.10.1", "e636e839f", "apps", "common/istio-1-24", _V1_10_0_EXAMPLE),
-        "v1.10.2": ManifestsTag(
-            "v1.10.2",
+        DEFAULT_TAG: ManifestsTag(
+            DEFAULT_TAG,
             "d8d643f1a736b28c525bd9b8ee5c9b2f4a661b39",
             "applications",
             "common/istio",
-            _example("applications", "common/istio", "profiles/pss", spark=True),
+            _V1_10_2_EXAMPLE,
         ),
     }
 )
@@ -263,13 +266,100 @@ OIDC_CLIENT_ID = "kubeflow-oidc-authservice"
 DEFAULT_OIDC_CLIENT_SECRET = "pUBnBOY80SnXgjibTYM9ZWNzY2xreNGQok"
 # common/oauth2-proxy/base/kustomization.yaml secretGenerator literal cookie-secret.
 DEFAULT_COOKIE_SECRET = "7d16fee92f8d11b8940b081b3f8b8acb"
+# applications/katib/upstream/components/mysql/secret.yaml: data MYSQL_ROOT_PASSWORD "dGVzdA==".
+DEFAULT_KATIB_MYSQL_ROOT_PASSWORD = "test"
+# applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml.
+DEFAULT_MINIO_ACCESS_KEY = "minio"
+DEFAULT_MINIO_SECRET_KEY = "minio123"
+# applications/pipeline/upstream/base/installs/generic/mysql-secret.yaml; the server allows it with
+# MYSQL_ALLOW_EMPTY_PASSWORD=true (applications/pipeline/upstream/third-party/mysql/base/mysql-deployment.yaml).
+PIPELINES_MYSQL_USER = "root"
+DEFAULT_PIPELINES_MYSQL_PASSWORD = ""
 
 PUBLIC_DEFAULT_SECRET_VALUES: tuple[str, ...] = (
     DEFAULT_PASSWORD_HASH,
     DEFAULT_OIDC_CLIENT_SECRET,
     DEFAULT_COOKIE_SECRET,
 )
-"""Secret values published in kubeflow/manifests: a policy rejects any Secret that carries one."""
+"""Distinctive secret values published in kubeflow/manifests: a policy rejects any Secret that
+carries one. The short ones (``test``, ``minio``, an empty password) are in
+``PUBLIC_DEFAULT_CREDENTIALS`` with the Secret and key they belong to: as bare values they would also
+match unrelated Secrets."""
+
+
+@dataclass(frozen=True)
+class PublicDefault:
+    """One credential upstream ships with a value anyone can read, and where it is."""
+
+    namespace: str
+    secret: str
+    key: str
+    value: str
+    source: str
+
+
+PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
+    PublicDefault(
+        "auth", "dex-passwords", "DEX_USER_PASSWORD", DEFAULT_PASSWORD_HASH, "common/dex/base/dex-passwords.yaml"
+    ),
+    PublicDefault(
+        "auth", "dex-oidc-client", "OIDC_CLIENT_SECRET", DEFAULT_OIDC_CLIENT_SECRET, "common/dex/base/secret_params.env"
+    ),
+    PublicDefault(
+        "oauth2-proxy",
+        "oauth2-proxy",
+        "client-secret",
+        DEFAULT_OIDC_CLIENT_SECRET,
+        "common/oauth2-proxy/base/kustomization.yaml",
+    ),
+    PublicDefault(
+        "oauth2-proxy",
+        "oauth2-proxy",
+        "cookie-secret",
+        DEFAULT_COOKIE_SECRET,
+        "common/oauth2-proxy/base/kustomization.yaml",
+    ),
+    PublicDefault(
+        "kubeflow",
+        "katib-mysql-secrets",
+        "MYSQL_ROOT_PASSWORD",
+        DEFAULT_KATIB_MYSQL_ROOT_PASSWORD,
+        "applications/katib/upstream/components/mysql/secret.yaml",
+    ),
+    PublicDefault(
+        "kubeflow",
+        "mlpipeline-minio-artifact",
+        "accesskey",
+        DEFAULT_MINIO_ACCESS_KEY,
+        "applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+    ),
+    PublicDefault(
+        "kubeflow",
+        "mlpipeline-minio-artifact",
+        "secretkey",
+        DEFAULT_MINIO_SECRET_KEY,
+        "applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+    ),
+    PublicDefault(
+        "kubeflow",
+        "mysql-secret",
+        "password",
+        DEFAULT_PIPELINES_MYSQL_PASSWORD,
+        "applications/pipeline/upstream/base/installs/generic/mysql-secret.yaml",
+    ),
+)
+"""Every credential of the v1.10.2 example with a published value (found by rendering the example
+and reading every Secret, and by grepping the tree for the values)."""
+
+# Limits of the programs that read the generated values.
+OAUTH2_PROXY_COOKIE_SECRET_BYTES: tuple[int, ...] = (16, 24, 32)
+"""oauth2-proxy refuses a cookie secret of another length (AES-128/192/256; oauth2-proxy docs,
+"Generating a Cookie Secret")."""
+MINIO_ACCESS_KEY_LENGTH = 20
+MINIO_SECRET_KEY_LENGTH = 40
+"""The lengths MinIO generates itself (``accessKeyMaxLen``/``secretKeyMaxLen`` in MinIO's
+``pkg/auth/credentials.go``); it requires at least 3 and 8 characters. Pipelines runs
+``gcr.io/ml-pipeline/minio:RELEASE.2019-08-14T20-37-41Z-license-compliance``."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,11 +372,13 @@ class ReplacedSecret:
     """An upstream Secret holding a public default, which the overlay deletes.
 
     The Pulumi program creates a Secret of the same namespace, name and keys from Pulumi secrets,
-    so the consumers (dex's envFrom, oauth2-proxy's secretKeyRef) find it unchanged.
+    so the consumers (envFrom, secretKeyRef, the artifact repository config) find it unchanged.
     """
 
     namespace: str
     name: str
+    component: str
+    """The example component that ships it: the Secret exists (and is replaced) only when it is enabled."""
     keys: Mapping[str, str]
     """key -> what the value is and how to make it."""
     source: str
@@ -299,6 +391,7 @@ class ReplacedSecret:
 DEX_PASSWORDS = ReplacedSecret(
     namespace="auth",
     name="dex-passwords",
+    component="dex",
     keys=MappingProxyType(
         {
             "DEX_USER_PASSWORD": "bcrypt hash ($2y$/$2b$, cost 10..16) of the dex user's password; "
@@ -311,6 +404,7 @@ DEX_PASSWORDS = ReplacedSecret(
 DEX_OIDC_CLIENT = ReplacedSecret(
     namespace="auth",
     name="dex-oidc-client",
+    component="dex",
     keys=MappingProxyType(
         {
             "OIDC_CLIENT_ID": f"the OIDC client id, {OIDC_CLIENT_ID!r} (not secret, must equal oauth2-proxy client-id)",
@@ -323,6 +417,7 @@ DEX_OIDC_CLIENT = ReplacedSecret(
 OAUTH2_PROXY_SECRET = ReplacedSecret(
     namespace="oauth2-proxy",
     name="oauth2-proxy",
+    component="oauth2-proxy",
     keys=MappingProxyType(
         {
             "client-id": f"the OIDC client id, {OIDC_CLIENT_ID!r}",
@@ -334,7 +429,350 @@ OAUTH2_PROXY_SECRET = ReplacedSecret(
     source="common/oauth2-proxy/base/kustomization.yaml (secretGenerator, name hash suffix)",
     generated_with_hash=True,
 )
-REPLACED_SECRETS: tuple[ReplacedSecret, ...] = (DEX_PASSWORDS, DEX_OIDC_CLIENT, OAUTH2_PROXY_SECRET)
+KATIB_MYSQL_SECRET = ReplacedSecret(
+    namespace="kubeflow",
+    name="katib-mysql-secrets",
+    component="katib",
+    keys=MappingProxyType(
+        {"MYSQL_ROOT_PASSWORD": "root password of Katib's MySQL (katib-mysql) and Katib's DB manager's DB_PASSWORD"}
+    ),
+    source="applications/katib/upstream/components/mysql/secret.yaml",
+    generated_with_hash=False,
+)
+PIPELINES_MYSQL_SECRET = ReplacedSecret(
+    namespace="kubeflow",
+    name="mysql-secret",
+    component="pipelines",
+    keys=MappingProxyType(
+        {
+            "username": f"the MySQL user of Pipelines, {PIPELINES_MYSQL_USER!r} (not secret)",
+            "password": "root password of Pipelines' MySQL (the overlay makes the server read it as "
+            "MYSQL_ROOT_PASSWORD); the API server, the cache server and the metadata server log in with it",
+        }
+    ),
+    source="applications/pipeline/upstream/base/installs/generic/mysql-secret.yaml",
+    generated_with_hash=False,
+)
+PIPELINES_MINIO_SECRET = ReplacedSecret(
+    namespace="kubeflow",
+    name="mlpipeline-minio-artifact",
+    component="pipelines",
+    keys=MappingProxyType(
+        {
+            "accesskey": "MinIO access key (the server's MINIO_ACCESS_KEY and every client's)",
+            "secretkey": "MinIO secret key (the server's MINIO_SECRET_KEY and every client's)",
+        }
+    ),
+    source="applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+    generated_with_hash=False,
+)
+REPLACED_SECRETS: tuple[ReplacedSecret, ...] = (
+    DEX_PASSWORDS,
+    DEX_OIDC_CLIENT,
+    OAUTH2_PROXY_SECRET,
+    KATIB_MYSQL_SECRET,
+    PIPELINES_MYSQL_SECRET,
+    PIPELINES_MINIO_SECRET,
+)
+
+
+@dataclass(frozen=True)
+class SecretNamespace:
+    """An upstream Namespace that holds a replaced Secret, with its labels as upstream writes them.
+
+    The program creates these Namespaces itself (and the overlay deletes upstream's), so that its
+    Secrets exist before the Kubeflow workloads that read them start.
+    """
+
+    name: str
+    component: str
+    labels: Mapping[str, str]
+    source: str
+
+
+SECRET_NAMESPACES: tuple[SecretNamespace, ...] = (
+    SecretNamespace(
+        "auth",
+        "dex",
+        MappingProxyType({"pod-security.kubernetes.io/enforce": "restricted"}),
+        "common/dex/base/namespace.yaml",
+    ),
+    SecretNamespace(
+        "kubeflow",
+        "kubeflow-namespace",
+        MappingProxyType(
+            {
+                "control-plane": "kubeflow",
+                "istio-injection": "enabled",
+                "pod-security.kubernetes.io/enforce": "baseline",
+            }
+        ),
+        "common/kubeflow-namespace/base/namespace.yaml",
+    ),
+    SecretNamespace(
+        "oauth2-proxy",
+        "oauth2-proxy",
+        MappingProxyType({"pod-security.kubernetes.io/enforce": "restricted"}),
+        "common/oauth2-proxy/base/namespace.yaml",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class SecretConsumer:
+    """A container that reads a replaced Secret: one env variable (secretKeyRef) or all of it (envFrom)."""
+
+    namespace: str
+    deployment: str
+    container: str
+    variable: str | None
+    """The env variable; None for ``envFrom`` (every key of the Secret)."""
+    secret: str
+    key: str | None
+    source: str
+
+
+_KFP = "applications/pipeline/upstream"
+SECRET_CONSUMERS: tuple[SecretConsumer, ...] = (
+    SecretConsumer("auth", "dex", "dex", None, "dex-oidc-client", None, "common/dex/base/deployment.yaml"),
+    SecretConsumer("auth", "dex", "dex", None, "dex-passwords", None, "common/dex/base/deployment.yaml"),
+    *(
+        SecretConsumer(
+            "oauth2-proxy",
+            "oauth2-proxy",
+            "oauth2-proxy",
+            variable,
+            "oauth2-proxy",
+            key,
+            "common/oauth2-proxy/base/deployment.yaml",
+        )
+        for variable, key in (
+            ("OAUTH2_PROXY_CLIENT_ID", "client-id"),
+            ("OAUTH2_PROXY_CLIENT_SECRET", "client-secret"),
+            ("OAUTH2_PROXY_COOKIE_SECRET", "cookie-secret"),
+        )
+    ),
+    SecretConsumer(
+        "kubeflow",
+        "katib-mysql",
+        "katib-mysql",
+        "MYSQL_ROOT_PASSWORD",
+        "katib-mysql-secrets",
+        "MYSQL_ROOT_PASSWORD",
+        "applications/katib/upstream/components/mysql/mysql.yaml",
+    ),
+    SecretConsumer(
+        "kubeflow",
+        "katib-db-manager",
+        "katib-db-manager",
+        "DB_PASSWORD",
+        "katib-mysql-secrets",
+        "MYSQL_ROOT_PASSWORD",
+        "applications/katib/upstream/components/db-manager/db-manager.yaml",
+    ),
+    *(
+        SecretConsumer("kubeflow", deployment, container, variable, "mysql-secret", key, f"{_KFP}/{source}")
+        for deployment, container, variable, key, source in (
+            (
+                "ml-pipeline",
+                "ml-pipeline-api-server",
+                "DBCONFIG_USER",
+                "username",
+                "base/pipeline/ml-pipeline-apiserver-deployment.yaml",
+            ),
+            (
+                "ml-pipeline",
+                "ml-pipeline-api-server",
+                "DBCONFIG_PASSWORD",
+                "password",
+                "base/pipeline/ml-pipeline-apiserver-deployment.yaml",
+            ),
+            (
+                "ml-pipeline",
+                "ml-pipeline-api-server",
+                "DBCONFIG_MYSQLCONFIG_USER",
+                "username",
+                "base/pipeline/ml-pipeline-apiserver-deployment.yaml",
+            ),
+            (
+                "ml-pipeline",
+                "ml-pipeline-api-server",
+                "DBCONFIG_MYSQLCONFIG_PASSWORD",
+                "password",
+                "base/pipeline/ml-pipeline-apiserver-deployment.yaml",
+            ),
+            ("cache-server", "server", "DBCONFIG_USER", "username", "base/cache/cache-deployment.yaml"),
+            ("cache-server", "server", "DBCONFIG_PASSWORD", "password", "base/cache/cache-deployment.yaml"),
+            (
+                "metadata-grpc-deployment",
+                "container",
+                "DBCONFIG_USER",
+                "username",
+                "base/metadata/base/metadata-grpc-deployment.yaml",
+            ),
+            (
+                "metadata-grpc-deployment",
+                "container",
+                "DBCONFIG_PASSWORD",
+                "password",
+                "base/metadata/base/metadata-grpc-deployment.yaml",
+            ),
+        )
+    ),
+    *(
+        SecretConsumer(
+            "kubeflow", deployment, container, variable, "mlpipeline-minio-artifact", key, f"{_KFP}/{source}"
+        )
+        for deployment, container, variable, key, source in (
+            ("minio", "minio", "MINIO_ACCESS_KEY", "accesskey", "third-party/minio/base/minio-deployment.yaml"),
+            ("minio", "minio", "MINIO_SECRET_KEY", "secretkey", "third-party/minio/base/minio-deployment.yaml"),
+            (
+                "ml-pipeline",
+                "ml-pipeline-api-server",
+                "OBJECTSTORECONFIG_ACCESSKEY",
+                "accesskey",
+                "base/pipeline/ml-pipeline-apiserver-deployment.yaml",
+            ),
+            (
+                "ml-pipeline",
+                "ml-pipeline-api-server",
+                "OBJECTSTORECONFIG_SECRETACCESSKEY",
+                "secretkey",
+                "base/pipeline/ml-pipeline-apiserver-deployment.yaml",
+            ),
+            (
+                "ml-pipeline-ui",
+                "ml-pipeline-ui",
+                "MINIO_ACCESS_KEY",
+                "accesskey",
+                "base/pipeline/ml-pipeline-ui-deployment.yaml",
+            ),
+            (
+                "ml-pipeline-ui",
+                "ml-pipeline-ui",
+                "MINIO_SECRET_KEY",
+                "secretkey",
+                "base/pipeline/ml-pipeline-ui-deployment.yaml",
+            ),
+            (
+                "kubeflow-pipelines-profile-controller",
+                "profile-controller",
+                "MINIO_ACCESS_KEY",
+                "accesskey",
+                "base/installs/multi-user/pipelines-profile-controller/deployment.yaml",
+            ),
+            (
+                "kubeflow-pipelines-profile-controller",
+                "profile-controller",
+                "MINIO_SECRET_KEY",
+                "secretkey",
+                "base/installs/multi-user/pipelines-profile-controller/deployment.yaml",
+            ),
+        )
+    ),
+)
+"""Every container of the v1.10.2 example that reads a replaced Secret (the tests derive the same
+list from the real render). Pipelines' own MySQL server is not here: upstream runs it with
+``MYSQL_ALLOW_EMPTY_PASSWORD`` and no password at all; the overlay makes it read ``mysql-secret``."""
+
+# Pipelines' MySQL server and Katib's, and the MySQL image's variables (hub.docker.com/_/mysql,
+# "Environment Variables": MYSQL_ROOT_PASSWORD sets root's password when the data directory is
+# initialised; MYSQL_ALLOW_EMPTY_PASSWORD=yes|true allows root without one).
+PIPELINES_MYSQL = ("kubeflow", "mysql", "mysql")
+KATIB_MYSQL = ("kubeflow", "katib-mysql", "katib-mysql")
+MYSQL_ROOT_PASSWORD_ENV = "MYSQL_ROOT_PASSWORD"
+MYSQL_ALLOW_EMPTY_PASSWORD_ENV = "MYSQL_ALLOW_EMPTY_PASSWORD"
+
+# The Pipelines profile controller (a metacontroller DecoratorController over namespaces labelled
+# pipelines.kubeflow.org/enabled=true, which the Profiles controller puts on every profile namespace,
+# applications/profiles/pss/namespace-labels.yaml) writes a Secret of this name into each profile
+# namespace, with the keys read from its own MINIO_ACCESS_KEY/MINIO_SECRET_KEY env (sync.py). Its
+# Secret attachments use updateStrategy OnDelete (decorator-controller.yaml): a copy is rewritten
+# only after it is deleted. Argo's artifactRepository (workflow-controller-configmap) names the
+# Secret and keys; Argo resolves them in the workflow's (profile) namespace.
+PROFILE_CONTROLLER_CONFIGMAP_PREFIX = "kubeflow-pipelines-profile-controller-code"
+PROFILE_CONTROLLER_SCRIPT = "sync.py"
+WORKFLOW_CONTROLLER_CONFIGMAP = "workflow-controller-configmap"
+
+# --------------------------------------------------------------------------------------------
+# Admission webhooks and the Deployments that serve them
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookServer:
+    """A webhook configuration of the example and the Deployment behind its Service."""
+
+    kind: str
+    """``ValidatingWebhookConfiguration`` or ``MutatingWebhookConfiguration``."""
+    name: str
+    component: str
+    namespace: str
+    deployment: str
+
+
+_VALIDATING = "ValidatingWebhookConfiguration"
+_MUTATING = "MutatingWebhookConfiguration"
+WEBHOOK_SERVERS: tuple[WebhookServer, ...] = (
+    WebhookServer(_MUTATING, "cert-manager-webhook", CERT_MANAGER, "cert-manager", "cert-manager-webhook"),
+    WebhookServer(_VALIDATING, "cert-manager-webhook", CERT_MANAGER, "cert-manager", "cert-manager-webhook"),
+    WebhookServer(_MUTATING, "istio-sidecar-injector", "istio", "istio-system", "istiod"),
+    WebhookServer(_VALIDATING, "istio-validator-istio-system", "istio", "istio-system", "istiod"),
+    WebhookServer(_MUTATING, "webhook.serving.knative.dev", "knative", "knative-serving", "webhook"),
+    WebhookServer(_VALIDATING, "validation.webhook.serving.knative.dev", "knative", "knative-serving", "webhook"),
+    WebhookServer(_VALIDATING, "config.webhook.serving.knative.dev", "knative", "knative-serving", "webhook"),
+    WebhookServer(
+        _MUTATING, "webhook.istio.networking.internal.knative.dev", "knative", "knative-serving", "net-istio-webhook"
+    ),
+    WebhookServer(
+        _VALIDATING,
+        "config.webhook.istio.networking.internal.knative.dev",
+        "knative",
+        "knative-serving",
+        "net-istio-webhook",
+    ),
+    WebhookServer(_MUTATING, "cache-webhook-kubeflow", "pipelines", "kubeflow", "cache-server"),
+    WebhookServer(_MUTATING, "katib.kubeflow.org", "katib", "kubeflow", "katib-controller"),
+    WebhookServer(_VALIDATING, "katib.kubeflow.org", "katib", "kubeflow", "katib-controller"),
+    WebhookServer(
+        _MUTATING,
+        "admission-webhook-mutating-webhook-configuration",
+        "admission-webhook",
+        "kubeflow",
+        "admission-webhook-deployment",
+    ),
+    WebhookServer(
+        _MUTATING, "pvcviewer-mutating-webhook-configuration", "pvc-viewer", "kubeflow", "pvcviewer-controller-manager"
+    ),
+    WebhookServer(
+        _VALIDATING,
+        "pvcviewer-validating-webhook-configuration",
+        "pvc-viewer",
+        "kubeflow",
+        "pvcviewer-controller-manager",
+    ),
+    WebhookServer(
+        _VALIDATING, "validator.training-operator.kubeflow.org", "training-operator", "kubeflow", "training-operator"
+    ),
+    *(
+        WebhookServer(kind, name, "kserve", "kubeflow", "kserve-controller-manager")
+        for kind, name in (
+            (_MUTATING, "inferenceservice.serving.kserve.io"),
+            (_VALIDATING, "inferenceservice.serving.kserve.io"),
+            (_VALIDATING, "clusterservingruntime.serving.kserve.io"),
+            (_VALIDATING, "servingruntime.serving.kserve.io"),
+            (_VALIDATING, "inferencegraph.serving.kserve.io"),
+            (_VALIDATING, "trainedmodel.serving.kserve.io"),
+            (_VALIDATING, "localmodelcache.serving.kserve.io"),
+        )
+    ),
+    WebhookServer(_MUTATING, "spark-operator-webhook", "spark", "kubeflow", "spark-operator-webhook"),
+    WebhookServer(_VALIDATING, "spark-operator-webhook", "spark", "kubeflow", "spark-operator-webhook"),
+)
+"""Every webhook configuration of the v1.10.2 example (the tests derive the same list from the real
+render: the webhook's Service selects the Deployment's pods). Most use ``failurePolicy: Fail``, so an
+object they match is refused while their server is not ready; upstream's ``sortOptions`` apply
+``ValidatingWebhookConfiguration`` last for that reason, and its README retries the apply."""
 
 # The dex ConfigMap: no secret in it, the hash comes from env DEX_USER_PASSWORD (dex-passwords).
 DEX_NAMESPACE = "auth"

@@ -35,6 +35,11 @@ MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on b
 PATCH_FIELD_MANAGER_ANNOTATION: Final = "pulumi.com/patchFieldManager"
 PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 
+# Explicit ordering inside one kustomize.v2.Directory / yaml/v2 ConfigGroup: pulumi-kubernetes makes an
+# object depend on the objects this annotation names, "<group>/namespaces/<namespace>/<kind>/<name>"
+# (cli-utils dependency graph; pulumi-kubernetes docs, yaml/v2 ConfigFile "Explicit Dependency Ordering").
+DEPENDS_ON_ANNOTATION: Final = "config.kubernetes.io/depends-on"
+
 # The GPU Operator namespace records the driver facts for the policy pack.
 DRIVER_OWNER_ANNOTATION: Final = f"{PREFIX}driver-owner"
 DRIVER_VERSION_ANNOTATION: Final = f"{PREFIX}driver-version"

@@ -76,15 +76,18 @@ def pinned_chart(version: str) -> UpstreamArtifact | None:
     return GPU_OPERATOR_CHART if version == GPU_OPERATOR_CHART.version else None
 
 
-def tree_digest(root: Path) -> str:
+def tree_digest(root: Path, *, ignore: frozenset[str] = frozenset()) -> str:
     """sha256 over ``<relative path> <sha256 of content>`` of every file under ``root``, sorted.
 
     Symbolic links contribute their target instead of content; folders and file modes contribute
-    nothing (archivers disagree on modes, never on content).
+    nothing (archivers disagree on modes, never on content). Top-level entries named in ``ignore``
+    are left out (``.git``: a git checkout of the tag is the archive's tree plus its repository).
     """
     lines = []
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).as_posix()
+        if relative.split("/", 1)[0] in ignore:
+            continue
         if path.is_symlink():
             lines.append(f"{relative} link {path.readlink().as_posix()}")
         elif path.is_file():

@@ -1,44 +1,35 @@
-"""Checks that the kubeflow/manifests checkout exists and is at the pinned tag.
+"""Checks that ``kubeflow.manifestsPath`` holds the pinned kubeflow/manifests tree, by content digest.
 
-The overlay points into that checkout, so a checkout at another tag would deploy other manifests
-than the ones reviewed (v1.10.0 and v1.10.2 even differ in layout).
+The overlay points into that tree, so another tree (another tag, a locally edited file, a half-copied
+folder) would deploy other manifests than the ones reviewed and tested. The pin is
+``components.catalog.upstream.KUBEFLOW_MANIFESTS``; ``make upstream`` puts the tree in place (from
+GitHub, or from a mirror folder without network). A ``.git`` folder is not part of the digest, so a
+git checkout of the tag passes too.
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from components.catalog import kubeflow_manifests as km
+from components.catalog.upstream import KUBEFLOW_MANIFESTS, tree_digest
 
-CLONE_HINT = "run `make kubeflow-manifests` (clones kubeflow/manifests at the pinned tag) or fix kubeflow.manifestsPath"
+IGNORED = frozenset({".git"})
+FETCH_HINT = (
+    f"run `make upstream` (fetches kubeflow/manifests {KUBEFLOW_MANIFESTS.version} into "
+    f"{KUBEFLOW_MANIFESTS.path} and checks its digest), or `make upstream UPSTREAM_MIRROR=<dir>` without "
+    f"network (<dir> holds {KUBEFLOW_MANIFESTS.archive}), or point kubeflow.manifestsPath at such a tree"
+)
 
 
-def checkout_problem(path: Path, tag: str) -> str | None:
-    """Why ``path`` is not a kubeflow/manifests checkout at ``tag``, or None."""
+def checkout_problem(path: Path) -> str | None:
+    """Why ``path`` is not the pinned kubeflow/manifests tree, or None."""
     if not path.is_dir():
-        return f"{path} does not exist; {CLONE_HINT}"
-    layout = km.MANIFESTS_TAGS[tag]
-    if not (path / layout.applications_dir).is_dir() or not (path / "common").is_dir():
-        return f"{path} is not a kubeflow/manifests checkout at {tag} (no {layout.applications_dir}/ or common/)"
-    found = _git_tag(path)
-    if found is not None and found != tag:
-        return f"{path} is checked out at {found}, not {tag}; check out {tag} or change kubeflow.tag"
-    return None
-
-
-def _git_tag(path: Path) -> str | None:
-    """The exact tag of HEAD, or None where there is no git (a tarball) or no tag."""
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(path), "describe", "--tags", "--exact-match", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
+        return f"{path} does not exist; {FETCH_HINT}"
+    digest = tree_digest(path, ignore=IGNORED)
+    if digest != KUBEFLOW_MANIFESTS.content_sha256:
+        return (
+            f"{path} is not kubeflow/manifests {KUBEFLOW_MANIFESTS.version} as pinned in "
+            f"components/catalog/upstream.py (content digest {digest[:12]}..., pinned "
+            f"{KUBEFLOW_MANIFESTS.content_sha256[:12]}...: a file differs, is missing or was added); {FETCH_HINT}"
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if result.returncode != 0:
-        return "an untagged commit" if (path / ".git").exists() else None
-    return result.stdout.strip()
+    return None

@@ -1,15 +1,24 @@
-"""The Kubeflow ComponentResource: generated overlay, program-owned secrets, ordered deploy, Ingress, Profiles.
+"""The Kubeflow ComponentResource: generated overlay, program-owned namespaces and secrets, staged deploy.
 
-Order: CRDs and namespaces first (one ``kustomize.v2.Directory``), then the Secrets the overlay
-deleted from upstream (their namespaces now exist), then everything else (a second Directory that
-depends on both), then the Ingress and the Profiles (their CRD and namespace exist by then). The
-overlay on disk carries no secret value: the dex password hash and the OIDC client secret are
-Pulumi secrets from start to end.
+Order: the Namespaces that hold the replaced Secrets (``auth``, ``kubeflow``, ``oauth2-proxy``, with
+upstream's labels) and those Secrets first; then one ``kustomize.v2.Directory`` per overlay stage
+(``foundation``: cert-manager and Istio; ``platform``: the rest, after the foundation, the Namespaces
+and the Secrets); then the Ingress and the Profiles (their CRD and namespace exist by then). Inside a
+Directory pulumi-kubernetes applies CRDs and Namespaces before what needs them. The overlay on disk
+carries no secret value: every replaced credential is a Pulumi secret (a config secret or a
+``RandomPassword``) from start to end.
+
+Await timeout: ``custom_timeouts`` on a ComponentResource reaches nobody, and pulumi-kubernetes
+registers a Directory's objects with only ``parent`` set (kustomize/v2 ``directory.go``), so the
+timeout is applied by a ``transforms`` entry on each Directory: the engine runs it for every child,
+packaged components included (Pulumi docs, "Resource option: transforms"), and the provider waits
+up to the child's create/update timeout (``metadata.TimeoutDuration``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +30,19 @@ import pulumi_random as random
 from components.base.problems import Problem, StackConfigError
 from components.base.runtime_mode import is_offline, notice
 from components.catalog import kubeflow_manifests as km
+from components.catalog.names import KUBEFLOW_TYPE
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.config import KubeflowConfig
-from components.kubeflow.overlay import CRDS_AND_NAMESPACES_DIR, REST_DIR, manifests_path_for, write_overlay
+from components.kubeflow.overlay import (
+    FOUNDATION,
+    PLATFORM,
+    KubeflowOverlaySpec,
+    Stage,
+    manifests_path_for,
+    required_namespaces,
+    required_secrets,
+    write_overlay,
+)
 
 OVERLAY_ROOT = Path("build") / "kubeflow"
 INGRESS_GATEWAY = ("istio-system", "istio-ingressgateway", 80)
@@ -53,21 +72,39 @@ def overlay_dir(stack: str) -> Path:
     return OVERLAY_ROOT / stack
 
 
+def await_timeout(seconds: int) -> Callable[[pulumi.ResourceTransformArgs], pulumi.ResourceTransformResult | None]:
+    """A transform giving every Kubernetes object under a Directory ``seconds`` to become ready."""
+    timeout = f"{seconds}s"
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if not args.custom:  # the Directory itself: a component, no provider call to time out
+            return None
+        return pulumi.ResourceTransformResult(
+            props=args.props,
+            opts=pulumi.ResourceOptions.merge(
+                args.opts, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout))
+            ),
+        )
+
+    return transform
+
+
 class Kubeflow(pulumi.ComponentResource):
     """Kubeflow 1.10 behind an HTTPS Ingress, with no default credentials left."""
 
     url: str
     overlay: Path
-    crds: k8s.kustomize.v2.Directory
-    rest: k8s.kustomize.v2.Directory
+    directories: dict[str, k8s.kustomize.v2.Directory]
+    namespaces: dict[str, k8s.core.v1.Namespace]
+    secrets: dict[str, k8s.core.v1.Secret]
     ingress: k8s.networking.v1.Ingress
 
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:kubeflow:Kubeflow", name, None, opts)
+        super().__init__(KUBEFLOW_TYPE, name, None, opts)
         config = args.config
         self._check_checkout(config)
         self.overlay = overlay_dir(args.stack)
-        # The config names the checkout relative to the project; kustomize reads it relative to the overlay.
+        # The config names the tree relative to the project; kustomize reads it relative to the overlay.
         spec = dataclasses.replace(
             config.overlay_spec(), manifests_path=manifests_path_for(config.manifests_path, self.overlay)
         )
@@ -75,35 +112,32 @@ class Kubeflow(pulumi.ComponentResource):
         self.url = f"https://{config.ingress.host}/"
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
-        self.crds = k8s.kustomize.v2.Directory(
-            f"{name}-crds-and-namespaces",
-            directory=str(self.overlay / CRDS_AND_NAMESPACES_DIR),
-            skip_await=False,
-            opts=child,
-        )
-        after_crds = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.crds]))
-        secrets = self._secrets(name, args, after_crds)
-        self.rest = k8s.kustomize.v2.Directory(
-            f"{name}-platform",
-            directory=str(self.overlay / REST_DIR),
-            skip_await=False,
-            opts=pulumi.ResourceOptions.merge(
-                child,
-                pulumi.ResourceOptions(
-                    depends_on=[self.crds, *secrets],
-                    custom_timeouts=pulumi.CustomTimeouts(create=f"{config.await_timeout_seconds}s"),
+        self.namespaces = self._namespaces(name, spec, child)
+        self.secrets = self._secrets(name, spec, args, self.namespaces, child)
+        timeouts = pulumi.ResourceOptions(transforms=[await_timeout(config.await_timeout_seconds)])
+
+        def directory(stage: Stage, depends_on: list[pulumi.Resource]) -> k8s.kustomize.v2.Directory:
+            return k8s.kustomize.v2.Directory(
+                f"{name}-{stage.directory}",
+                directory=str(self.overlay / stage.directory),
+                skip_await=False,
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions.merge(timeouts, pulumi.ResourceOptions(depends_on=depends_on))
                 ),
-            ),
-        )
-        after_rest = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.rest]))
-        self.ingress = self._ingress(name, config, after_rest)
+            )
+
+        foundation = directory(FOUNDATION, [])
+        platform = directory(PLATFORM, [foundation, *self.namespaces.values(), *self.secrets.values()])
+        self.directories = {FOUNDATION.directory: foundation, PLATFORM.directory: platform}
+        after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[platform]))
+        self.ingress = self._ingress(name, config, after)
         for profile in config.profiles:
-            self._profile(name, profile.name, profile.owner, profile.resource_quota, after_rest)
+            self._profile(name, profile.name, profile.owner, profile.resource_quota, after)
         self.register_outputs({"url": self.url, "version": config.tag})
 
     @staticmethod
     def _check_checkout(config: KubeflowConfig) -> None:
-        problem = checkout_problem(Path(config.manifests_path), config.tag)
+        problem = checkout_problem(Path(config.manifests_path))
         if problem is None:
             return
         if is_offline():
@@ -112,41 +146,79 @@ class Kubeflow(pulumi.ComponentResource):
         raise StackConfigError([Problem("kubeflow.manifestsPath", problem)])
 
     @staticmethod
-    def _secrets(name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions) -> list[k8s.core.v1.Secret]:
-        client_secret: pulumi.Input[str]
-        if args.oidc_client_secret is not None:
+    def _namespaces(
+        name: str, spec: KubeflowOverlaySpec, opts: pulumi.ResourceOptions
+    ) -> dict[str, k8s.core.v1.Namespace]:
+        """The Namespaces the overlay deleted, with upstream's labels (pod security, istio injection)."""
+        return {
+            namespace.name: k8s.core.v1.Namespace(
+                f"{name}-namespace-{namespace.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace.name, labels=dict(sorted(namespace.labels.items()))),
+                opts=opts,
+            )
+            for namespace in required_namespaces(spec)
+        }
+
+    @staticmethod
+    def _secret_values(
+        name: str, args: KubeflowArgs, needed: set[str], parent: pulumi.Resource
+    ) -> dict[str, dict[str, pulumi.Input[str]]]:
+        """The keys of each needed Secret: the configured secrets, the rest generated once and kept in state."""
+        opts = pulumi.ResourceOptions(parent=parent)
+
+        def generated(role: str, length: int) -> pulumi.Output[str]:
+            return random.RandomPassword(f"{name}-{role}", length=length, special=False, opts=opts).result
+
+        values: dict[str, dict[str, pulumi.Input[str]]] = {}
+        if km.DEX_PASSWORDS.name in needed:
+            values[km.DEX_PASSWORDS.name] = {"DEX_USER_PASSWORD": args.dex_password_hash}
+        if {km.DEX_OIDC_CLIENT.name, km.OAUTH2_PROXY_SECRET.name} & needed:
             client_secret = args.oidc_client_secret
-        else:
-            client_secret = random.RandomPassword(
-                f"{name}-oidc-client-secret", length=32, special=False, opts=pulumi.ResourceOptions(parent=opts.parent)
-            ).result
-        # oauth2-proxy needs a cookie key of exactly 16, 24 or 32 bytes.
-        cookie_secret = random.RandomPassword(
-            f"{name}-oauth2-proxy-cookie-secret",
-            length=32,
-            special=False,
-            opts=pulumi.ResourceOptions(parent=opts.parent),
-        ).result
-        values: dict[str, dict[str, pulumi.Input[str]]] = {
-            "dex-passwords": {"DEX_USER_PASSWORD": args.dex_password_hash},
-            "dex-oidc-client": {"OIDC_CLIENT_ID": km.OIDC_CLIENT_ID, "OIDC_CLIENT_SECRET": client_secret},
-            "oauth2-proxy": {
+            if client_secret is None:
+                client_secret = generated("oidc-client-secret", 32)
+            values[km.DEX_OIDC_CLIENT.name] = {"OIDC_CLIENT_ID": km.OIDC_CLIENT_ID, "OIDC_CLIENT_SECRET": client_secret}
+            values[km.OAUTH2_PROXY_SECRET.name] = {
                 "client-id": km.OIDC_CLIENT_ID,
                 "client-secret": client_secret,
-                "cookie-secret": cookie_secret,
-            },
-        }
-        secrets = []
-        for supplied in km.REPLACED_SECRETS:
+                # oauth2-proxy needs a cookie key of exactly 16, 24 or 32 bytes.
+                "cookie-secret": generated("oauth2-proxy-cookie-secret", max(km.OAUTH2_PROXY_COOKIE_SECRET_BYTES)),
+            }
+        if km.KATIB_MYSQL_SECRET.name in needed:
+            values[km.KATIB_MYSQL_SECRET.name] = {"MYSQL_ROOT_PASSWORD": generated("katib-mysql-root-password", 32)}
+        if km.PIPELINES_MYSQL_SECRET.name in needed:
+            values[km.PIPELINES_MYSQL_SECRET.name] = {
+                "username": km.PIPELINES_MYSQL_USER,
+                "password": generated("pipelines-mysql-root-password", 32),
+            }
+        if km.PIPELINES_MINIO_SECRET.name in needed:
+            values[km.PIPELINES_MINIO_SECRET.name] = {
+                "accesskey": generated("pipelines-minio-access-key", km.MINIO_ACCESS_KEY_LENGTH),
+                "secretkey": generated("pipelines-minio-secret-key", km.MINIO_SECRET_KEY_LENGTH),
+            }
+        return values
+
+    def _secrets(
+        self,
+        name: str,
+        spec: KubeflowOverlaySpec,
+        args: KubeflowArgs,
+        namespaces: dict[str, k8s.core.v1.Namespace],
+        opts: pulumi.ResourceOptions,
+    ) -> dict[str, k8s.core.v1.Secret]:
+        """The Secrets the overlay deleted, same namespace, name and keys, every value a Pulumi secret."""
+        needed = required_secrets(spec)
+        values = self._secret_values(name, args, {s.name for s in needed}, self)
+        secrets = {}
+        for supplied in needed:
             data = values[supplied.name]
-            secrets.append(
-                k8s.core.v1.Secret(
-                    f"{name}-{supplied.namespace}-{supplied.name}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=supplied.name, namespace=supplied.namespace),
-                    type="Opaque",
-                    string_data={key: pulumi.Output.secret(data[key]) for key in sorted(data)},
-                    opts=opts,
-                )
+            secrets[f"{supplied.namespace}/{supplied.name}"] = k8s.core.v1.Secret(
+                f"{name}-{supplied.namespace}-{supplied.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=supplied.name, namespace=supplied.namespace),
+                type="Opaque",
+                string_data={key: pulumi.Output.secret(data[key]) for key in sorted(data)},
+                opts=pulumi.ResourceOptions.merge(
+                    opts, pulumi.ResourceOptions(depends_on=[namespaces[supplied.namespace]])
+                ),
             )
         return secrets
 

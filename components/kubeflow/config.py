@@ -15,6 +15,7 @@ from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
 from components.catalog import kubeflow_manifests as km
 from components.catalog.kubernetes import dns_label_problem
+from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.overlay import KubeflowOverlayError, KubeflowOverlaySpec
 
 _SECRET_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
@@ -55,11 +56,15 @@ class ProfileConfig(ConfigModel):
 
 
 class KubeflowConfig(ConfigModel):
-    """Kubeflow from a pinned kubeflow/manifests checkout through a generated overlay."""
+    """Kubeflow from the pinned kubeflow/manifests tree through a generated overlay."""
 
     enabled: bool = True
-    manifests_path: str = Field(description="the kubeflow/manifests checkout (make kubeflow-manifests)")
-    tag: str = km.DEFAULT_TAG
+    manifests_path: str = Field(
+        default=KUBEFLOW_MANIFESTS.path,
+        description="the kubeflow/manifests tree, relative to the project (make upstream puts it there); "
+        "checked against the pinned content digest",
+    )
+    tag: str = Field(default=km.DEFAULT_TAG, description="must be the pinned version")
     components: list[str] | None = None
     install_cert_manager: bool = True
     dex: DexConfig
@@ -68,7 +73,11 @@ class KubeflowConfig(ConfigModel):
     )
     ingress: IngressConfig
     profiles: list[ProfileConfig] = Field(default_factory=list)
-    await_timeout_seconds: int = Field(default=900, ge=60)
+    await_timeout_seconds: int = Field(
+        default=900,
+        ge=60,
+        description="how long pulumi up waits for each Kubeflow object to become ready (create and update)",
+    )
 
     def overlay_spec(self) -> KubeflowOverlaySpec:
         """The overlay generator's spec (raises KubeflowOverlayError for a bad config)."""

@@ -1,41 +1,45 @@
-"""Generate the kustomize overlay that installs Kubeflow 1.10 from a pinned kubeflow/manifests checkout.
+"""Generate the kustomize overlay that installs Kubeflow 1.10 from the pinned kubeflow/manifests tree.
 
-Upstream's install is ``kustomize build example | kubectl apply``. The Kubeflow component deploys a
-generated overlay with ``kustomize.v2.Directory`` instead, because the example cannot be used as is:
+Upstream's install is ``kustomize build example | kubectl apply``, retried until it applies. The
+Kubeflow component deploys a generated overlay with ``kustomize.v2.Directory`` instead, because the
+example cannot be used as is:
 
-- it ships public secrets: the dex user's bcrypt hash (of ``12341234``), the OIDC client secret and
-  the oauth2-proxy cookie secret. The overlay **deletes** those Secrets (``$patch: delete``) rather
-  than patching new values in, so no secret value is ever written to disk or into a kustomization.
-  The Pulumi program creates them as Pulumi-managed Secrets from Pulumi secrets:
-  ``PROGRAM_SUPPLIED_SECRETS`` lists namespace, name and keys; ``REPLACED_SECRETS`` in
-  ``components.catalog.kubeflow_manifests`` says what each key holds. The oauth2-proxy Secret comes
-  from a hashing secretGenerator; deleting it before kustomize appends hashes (which it does last,
-  at the top level) leaves oauth2-proxy's secretKeyRef on the plain name ``oauth2-proxy``.
+- it ships public credentials (``PUBLIC_DEFAULT_CREDENTIALS`` in the catalog): the dex user's bcrypt
+  hash of ``12341234``, the OIDC client secret, the oauth2-proxy cookie secret, Katib's MySQL root
+  password, Pipelines' MinIO keys and Pipelines' MySQL root with no password. The overlay **deletes**
+  those Secrets (``$patch: delete``) rather than patching new values in, so no secret value is ever
+  written to disk or into a kustomization; the Pulumi program creates them from Pulumi secrets
+  (``required_secrets``). Pipelines' MySQL server runs with ``MYSQL_ALLOW_EMPTY_PASSWORD`` upstream;
+  the overlay makes it read its root password from ``mysql-secret`` instead (the clients already do),
+  and drops the variable from Katib's MySQL too, which has a root password already.
+- the Namespaces those Secrets live in (``auth``, ``oauth2-proxy``, ``kubeflow``) are deleted too:
+  the program creates them with upstream's labels, then the Secrets, then the Directories, so every
+  consumer finds its Secret when it starts.
 - it always installs cert-manager; ``install_cert_manager=False`` leaves both cert-manager paths out
   for clusters that already run one.
 - its dex user is ``user@example.com``; the dex ConfigMap holds no secret (the hash is read from env
   ``DEX_USER_PASSWORD``), so the overlay rewrites the email/username there when they are configured.
 
-CRD ordering (decided here, used by the component). ``kubectl apply`` of the example "may fail on
-the first try" because custom resources arrive before their CRDs. A kustomization cannot reference
-its own parent directory (kustomize refuses: "cycle detected"), so the overlay is written three
-times from the same resource list and patches, each a standalone kustomization:
+Stages (``STAGES``). Each is a standalone kustomization over whole upstream paths, in upstream
+order, so every path keeps its own ``vars``, ``replacements`` and generators: upstream uses kustomize
+``vars`` in 18 kustomizations, and a stage that dropped an object a var points at would not build
+(filtering one full render by kind did exactly that). Inside one ``kustomize.v2.Directory``
+pulumi-kubernetes orders CustomResourceDefinitions before their custom resources and Namespaces
+before namespaced objects (its yaml/v2 ``Register`` sorts with the cli-utils dependency graph), so a
+stage needs no CRD phase of its own:
 
-- ``kustomization.yaml``: the full install, the upstream example with our changes. Deploy it alone
-  when ordering does not matter (or for review: ``kubectl kustomize <dir>``).
-- ``crds-and-namespaces/kustomization.yaml``: only the CustomResourceDefinitions and Namespaces.
-- ``rest/kustomization.yaml``: everything else.
+- ``foundation/``: cert-manager (when installed) and Istio. It is applied and awaited first, so the
+  cert-manager webhook answers before any ``Certificate`` or ``Issuer`` is created, and istiod's
+  sidecar injector is registered before any Kubeflow pod starts (a pod created earlier would run
+  without its sidecar, outside the mesh).
+- ``platform/``: everything else.
 
-The two phases split the full render exactly (the tests check that their union is the full render,
-byte for byte per object). Each phase is filtered with one kustomize ``$patch: delete`` patch whose
-``target.kind`` is a regular expression: ``CustomResourceDefinition|Namespace`` for ``rest/``, and
-its complement for ``crds-and-namespaces/``. kustomize's selectors are Go RE2 without look-ahead, so
-the complement is spelled out by ``kind_regex_excluding``. No object is relabelled or changed by the
-split. The component deploys ``crds-and-namespaces`` first, then the program-supplied Secrets (their
-namespaces ``auth`` and ``oauth2-proxy`` now exist), then ``rest`` with ``depends_on`` on both.
+Only whole objects are removed and nothing is renamed, so the stages together are the example's
+render minus what the program owns and the components left out (the tests check this on the real
+tree, and docs/kubeflow.md lists the differences).
 
 Paths: kustomize refuses absolute resource directories ("new root ... cannot be absolute"), so the
-kustomizations always reference the checkout by a relative path. A relative ``manifests_path`` is
+kustomizations always reference the tree by a relative path. A relative ``manifests_path`` is
 relative to the overlay directory and is written as given; an absolute one is converted when the
 overlay directory is known (``write_overlay`` always knows it; ``render_overlay`` takes it as
 ``overlay_dir``). So no machine path ends up in the files. Everything here is pure and
@@ -47,35 +51,48 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
 from components.catalog import kubeflow_manifests as km
-
-FULL_OVERLAY_DIR = "."
-CRDS_AND_NAMESPACES_DIR = "crds-and-namespaces"
-REST_DIR = "rest"
-PHASE_DIRS: tuple[str, ...] = (CRDS_AND_NAMESPACES_DIR, REST_DIR)
-"""Deploy in this order; each is a kustomization directory inside the overlay directory."""
-
-FIRST_PHASE_KINDS: tuple[str, ...] = ("CustomResourceDefinition", "Namespace")
+from components.catalog.names import DEPENDS_ON_ANNOTATION
 
 
-class SuppliedSecret(NamedTuple):
-    """A Secret the Pulumi program must create because the overlay deletes upstream's."""
+@dataclass(frozen=True)
+class Stage:
+    """One ``kustomize.v2.Directory`` of the install: a subfolder of the overlay and what goes in it."""
 
-    namespace: str
-    name: str
-    keys: tuple[str, ...]
+    directory: str
+    summary: str
+    paths: frozenset[str] | None
+    """The example paths it holds (when their component is enabled); None: every path no other stage holds."""
+    webhooks_after_servers: bool
+    """Register each webhook configuration only once the Deployment serving it is ready (see ``_webhook_patch``)."""
 
 
-PROGRAM_SUPPLIED_SECRETS: tuple[SuppliedSecret, ...] = tuple(
-    SuppliedSecret(s.namespace, s.name, tuple(s.keys)) for s in km.REPLACED_SECRETS
+_LAYOUT = km.MANIFESTS_TAGS[km.DEFAULT_TAG]
+FOUNDATION = Stage(
+    "foundation",
+    "cert-manager (when installed) and Istio: the webhooks and the mesh the rest relies on",
+    frozenset(
+        {
+            km.CERT_MANAGER_PATH,
+            *(path for component, path in _LAYOUT.example_resources if component == "istio"),
+        }
+    ),
+    webhooks_after_servers=False,
 )
+PLATFORM = Stage(
+    "platform",
+    "everything else: Kubeflow's issuer, authentication, the Kubeflow applications",
+    None,
+    webhooks_after_servers=True,
+)
+STAGES: tuple[Stage, ...] = (FOUNDATION, PLATFORM)
+"""Deploy in this order; each is a kustomization directory inside the overlay directory."""
 
 
 class KubeflowOverlayError(ValueError):
@@ -97,7 +114,7 @@ class KubeflowOverlaySpec:
     """
 
     manifests_path: str | os.PathLike[str]
-    """The kubeflow/manifests checkout at ``tag``: relative to the overlay directory, or absolute."""
+    """The kubeflow/manifests tree at ``tag``: relative to the overlay directory, or absolute."""
     tag: str = km.DEFAULT_TAG
     components: tuple[str, ...] | None = None
     install_cert_manager: bool = True
@@ -112,11 +129,12 @@ class KubeflowOverlaySpec:
     def __post_init__(self) -> None:
         path = os.fspath(self.manifests_path).replace(os.sep, "/")
         if not path.strip() or any(ch in path for ch in "\n\r\0"):
-            raise KubeflowOverlayError(f"manifests_path {path!r} must name the kubeflow/manifests checkout")
+            raise KubeflowOverlayError(f"manifests_path {path!r} must name the kubeflow/manifests tree")
         object.__setattr__(self, "manifests_path", path.rstrip("/") or "/")
         if self.tag not in km.MANIFESTS_TAGS:
             raise KubeflowOverlayError(
-                f"unknown kubeflow/manifests tag {self.tag!r}; supported tags: {', '.join(km.SUPPORTED_TAGS)}"
+                f"unknown kubeflow/manifests tag {self.tag!r}; supported: {', '.join(km.SUPPORTED_TAGS)} "
+                "(the tree pinned by content digest in components/catalog/upstream.py)"
             )
         if isinstance(self.components, str):
             raise KubeflowOverlayError(f"components must be a list of names, not the string {self.components!r}")
@@ -186,12 +204,6 @@ def _check_component_name(name: str, tag: str, available: list[str]) -> None:
     allowed = ", ".join(available)
     if name in km.NOT_OFFERED:
         raise KubeflowOverlayError(f"Kubeflow component {name!r} is not offered: {km.NOT_OFFERED[name]}")
-    if name in km.COMPONENTS:
-        tags = [t for t in km.SUPPORTED_TAGS if name in km.tag_components(t)]
-        raise KubeflowOverlayError(
-            f"Kubeflow component {name!r} is not in the {tag} example (it is in: {', '.join(tags)}); "
-            f"allowed for {tag}: {allowed}"
-        )
     raise KubeflowOverlayError(f"unknown Kubeflow component {name!r}; allowed for {tag}: {allowed}")
 
 
@@ -210,36 +222,44 @@ def manifests_path_for(checkout: str | os.PathLike[str], overlay_dir: str | os.P
 
 
 # --------------------------------------------------------------------------------------------
-# Regular expression for "every kind except these"
+# What the program must create because the overlay deletes it
 # --------------------------------------------------------------------------------------------
 
 
-def kind_regex_excluding(excluded: Iterable[str]) -> str:
-    """A Go RE2 / Python ``re`` pattern whose full matches are all strings except ``excluded``.
+def _enabled_with_cert_manager(spec: KubeflowOverlaySpec) -> tuple[str, ...]:
+    """Enabled components in upstream order, cert-manager included when it is installed."""
+    return tuple(
+        c
+        for c in km.tag_components(spec.tag)
+        if (c == km.CERT_MANAGER and spec.install_cert_manager) or c in spec.enabled_components
+    )
 
-    kustomize anchors selector patterns (``^(?:pattern)$``) and RE2 has no negative look-ahead, so
-    the complement of a finite set of words is built from their trie: at each node a string is
-    allowed if it ends here (and the node is not an excluded word), or continues with a character
-    that leaves the trie, or continues into a child whose own complement allows the rest.
-    """
-    trie: dict[str, Any] = {}
-    for word in excluded:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}  # end-of-word marker
 
-    def complement(node: dict[str, Any]) -> str:
-        children = sorted(ch for ch in node if ch)
-        alternatives = [] if "" in node else [""]
-        if children:
-            alternatives.append("[^" + "".join(re.escape(ch) for ch in children) + "].*")
-        else:
-            alternatives.append(".+")
-        alternatives.extend(re.escape(ch) + "(?:" + complement(node[ch]) + ")" for ch in children)
-        return "|".join(alternatives)
+def required_secrets(spec: KubeflowOverlaySpec) -> tuple[km.ReplacedSecret, ...]:
+    """The Secrets the overlay deletes (their components are enabled): the program must create them."""
+    return tuple(s for s in km.REPLACED_SECRETS if s.component in spec.enabled_components)
 
-    return "(?:" + complement(trie) + ")"
+
+def required_namespaces(spec: KubeflowOverlaySpec) -> tuple[km.SecretNamespace, ...]:
+    """The Namespaces the overlay deletes because a program-created Secret lives in them."""
+    needed = {s.namespace for s in required_secrets(spec)}
+    return tuple(n for n in km.SECRET_NAMESPACES if n.name in needed and n.component in spec.enabled_components)
+
+
+def stage_resources(spec: KubeflowOverlaySpec, stage: Stage) -> tuple[tuple[str, str], ...]:
+    """``(component, path)`` of the enabled example resources ``stage`` deploys, in upstream order."""
+    enabled = set(_enabled_with_cert_manager(spec))
+    taken = {path for other in STAGES if other.paths is not None for path in other.paths}
+    return tuple(
+        (component, path)
+        for component, path in km.MANIFESTS_TAGS[spec.tag].example_resources
+        if component in enabled and (path in stage.paths if stage.paths is not None else path not in taken)
+    )
+
+
+def stage_components(spec: KubeflowOverlaySpec, stage: Stage) -> tuple[str, ...]:
+    """The enabled components with a resource in ``stage``, in upstream order."""
+    return tuple(dict.fromkeys(component for component, _path in stage_resources(spec, stage)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,7 +284,7 @@ def _dump(data: object) -> str:
 
 
 def _checkout_ref(spec: KubeflowOverlaySpec, overlay_dir: str | os.PathLike[str] | None) -> str:
-    """The checkout as kustomize must see it from the overlay directory: a relative path."""
+    """The tree as kustomize must see it from the overlay directory: a relative path."""
     path = str(spec.manifests_path)
     if not posixpath.isabs(path) and not os.path.isabs(path):
         return path
@@ -276,35 +296,45 @@ def _checkout_ref(spec: KubeflowOverlaySpec, overlay_dir: str | os.PathLike[str]
     return manifests_path_for(path, overlay_dir)
 
 
-def _resources(spec: KubeflowOverlaySpec, checkout: str, subdir: str) -> list[str]:
-    enabled = set(spec.enabled_components)
-    if spec.install_cert_manager:
-        enabled.add(km.CERT_MANAGER)
-    prefix = checkout if subdir == FULL_OVERLAY_DIR else posixpath.normpath(posixpath.join("..", checkout))
-    return [
-        posixpath.join(prefix, path)
-        for component, path in km.MANIFESTS_TAGS[spec.tag].example_resources
-        if component in enabled
-    ]
+def _resources(spec: KubeflowOverlaySpec, checkout: str, stage: Stage) -> list[str]:
+    prefix = posixpath.normpath(posixpath.join("..", checkout))
+    return [posixpath.join(prefix, path) for _component, path in stage_resources(spec, stage)]
+
+
+def _patch(body: dict[str, Any]) -> dict[str, Any]:
+    return {"patch": _dump(body)}
 
 
 def _delete_patch(api_version: str, kind: str, name: str, namespace: str | None) -> dict[str, Any]:
     metadata: dict[str, str] = {"name": name}
     if namespace:
         metadata["namespace"] = namespace
-    body = {"$patch": "delete", "apiVersion": api_version, "kind": kind, "metadata": metadata}
-    return {"patch": _dump(body)}
+    return _patch({"$patch": "delete", "apiVersion": api_version, "kind": kind, "metadata": metadata})
 
 
-def _kind_filter_patch(kind_pattern: str) -> dict[str, Any]:
-    # With a target, kustomize applies the patch to every match and ignores the body's name/kind.
+def _mysql_env_patch(
+    workload: tuple[str, str, str], add_root_password_from: km.ReplacedSecret | None
+) -> dict[str, Any]:
+    """A strategic merge patch: drop MYSQL_ALLOW_EMPTY_PASSWORD, optionally read the root password.
+
+    ``$patch: delete`` on a list element removes the element with that merge key (``name``).
+    """
+    namespace, deployment, container = workload
+    env: list[dict[str, Any]] = [{"name": km.MYSQL_ALLOW_EMPTY_PASSWORD_ENV, "$patch": "delete"}]
+    if add_root_password_from is not None:
+        env.append(
+            {
+                "name": km.MYSQL_ROOT_PASSWORD_ENV,
+                "valueFrom": {"secretKeyRef": {"name": add_root_password_from.name, "key": "password"}},
+            }
+        )
     body = {
-        "$patch": "delete",
-        "apiVersion": "v1",
-        "kind": "DeletedByTarget",
-        "metadata": {"name": "deleted-by-target"},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": deployment, "namespace": namespace},
+        "spec": {"template": {"spec": {"containers": [{"name": container, "env": env}]}}},
     }
-    return {"target": {"kind": kind_pattern}, "patch": _dump(body)}
+    return _patch(body)
 
 
 def dex_config_yaml(spec: KubeflowOverlaySpec) -> str:
@@ -326,17 +356,52 @@ def dex_config_yaml(spec: KubeflowOverlaySpec) -> str:
     return text
 
 
-def _content_patches(spec: KubeflowOverlaySpec) -> list[dict[str, Any]]:
-    patches = [_delete_patch("v1", "Secret", s.name, s.namespace) for s in km.REPLACED_SECRETS]
-    if spec.dex_user_email is not None or spec.dex_username is not None:
+def _webhook_patch(webhook: km.WebhookServer) -> dict[str, Any]:
+    """Annotate a webhook configuration to depend on the Deployment that serves it.
+
+    Inside one Directory pulumi-kubernetes creates an object as soon as its CRD and Namespace exist,
+    so a ``failurePolicy: Fail`` webhook registered early refuses what it matches (Knative's config
+    ConfigMaps, KServe's ClusterServingRuntimes) until its server is up, and ``pulumi up`` fails where
+    upstream's README retries. Registered after its server is ready, a webhook admits everything
+    created before it unchecked, as upstream's ``sortOptions`` (webhooks last) intend. Not for the
+    foundation: there the webhooks (istiod's sidecar injector above all) must exist before the
+    platform's pods, and are given their CA bundle while their servers start.
+    """
+    return _patch(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": webhook.kind,
+            "metadata": {
+                "name": webhook.name,
+                "annotations": {
+                    DEPENDS_ON_ANNOTATION: f"apps/namespaces/{webhook.namespace}/Deployment/{webhook.deployment}"
+                },
+            },
+        }
+    )
+
+
+def _content_patches(spec: KubeflowOverlaySpec, components: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The overlay's changes to the objects of ``components`` (each patch must find its object)."""
+    patches = [
+        _delete_patch("v1", "Secret", s.name, s.namespace) for s in required_secrets(spec) if s.component in components
+    ]
+    patches.extend(
+        _delete_patch("v1", "Namespace", n.name, None) for n in required_namespaces(spec) if n.component in components
+    )
+    if "pipelines" in components:
+        patches.append(_mysql_env_patch(km.PIPELINES_MYSQL, km.PIPELINES_MYSQL_SECRET))
+    if "katib" in components:
+        patches.append(_mysql_env_patch(km.KATIB_MYSQL, None))
+    if "dex" in components and (spec.dex_user_email is not None or spec.dex_username is not None):
         configmap = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": km.DEX_CONFIGMAP, "namespace": km.DEX_NAMESPACE},
             "data": {km.DEX_CONFIG_KEY: dex_config_yaml(spec)},
         }
-        patches.append({"patch": _dump(configmap)})
-    if spec.dex_user_email is not None and "user-namespace" in spec.enabled_components:
+        patches.append(_patch(configmap))
+    if "user-namespace" in components and spec.dex_user_email is not None:
         profile = {
             "apiVersion": "kubeflow.org/v1beta1",
             "kind": "Profile",
@@ -349,65 +414,96 @@ def _content_patches(spec: KubeflowOverlaySpec) -> list[dict[str, Any]]:
             "metadata": {"name": km.USER_NAMESPACE_CONFIGMAP},
             "data": {"user": spec.dex_user_email},
         }
-        patches.extend([{"patch": _dump(profile)}, {"patch": _dump(params)}])
-    if spec.ingress_host is not None:
+        patches.extend([_patch(profile), _patch(params)])
+    if "oauth2-proxy" in components and spec.ingress_host is not None:
         params = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": km.OAUTH2_PROXY_PARAMETERS_CONFIGMAP, "namespace": km.OAUTH2_PROXY_NAMESPACE},
             "data": {"FORCE_HTTPS": "true"},
         }
-        patches.append({"patch": _dump(params)})
+        patches.append(_patch(params))
     return patches
 
 
-def _header(spec: KubeflowOverlaySpec, subdir: str) -> str:
-    what = {
-        FULL_OVERLAY_DIR: "the full Kubeflow install (upstream example/kustomization.yaml with our changes)",
-        CRDS_AND_NAMESPACES_DIR: "phase 1 of 2: only CustomResourceDefinitions and Namespaces",
-        REST_DIR: "phase 2 of 2: everything except CustomResourceDefinitions and Namespaces",
-    }[subdir]
+def _header(spec: KubeflowOverlaySpec, stage: Stage) -> str:
+    number = STAGES.index(stage) + 1
     lines = [
         "Generated by gpu-platform components/kubeflow/overlay.py. Do not edit: regenerate.",
-        f"kubeflow/manifests {spec.tag} ({km.MANIFESTS_TAGS[spec.tag].commit}), {what}.",
+        f"kubeflow/manifests {spec.tag} ({km.MANIFESTS_TAGS[spec.tag].commit}).",
+        f"Stage {number} of {len(STAGES)}: {stage.summary}.",
+        f"Components: {', '.join(stage_components(spec, stage))}.",
         f"cert-manager: {'installed' if spec.install_cert_manager else 'left out (the cluster provides it)'}.",
         f"Disabled components: {', '.join(spec.disabled_components) or 'none'}.",
     ]
-    if spec.ingress_host:
+    if spec.ingress_host and "oauth2-proxy" in stage_components(spec, stage):
         lines.append(f"Served at https://{spec.ingress_host}/ (oauth2-proxy FORCE_HTTPS=true).")
-    lines.append("Deleted here; the Pulumi program creates them from Pulumi secrets:")
-    lines.extend(f"  {s.namespace}/{s.name}: {', '.join(s.keys)}" for s in PROGRAM_SUPPLIED_SECRETS)
+    components = stage_components(spec, stage)
+    deleted = [f"Namespace {n.name}" for n in required_namespaces(spec) if n.component in components]
+    deleted += [f"Secret {s.namespace}/{s.name}" for s in required_secrets(spec) if s.component in components]
+    if deleted:
+        lines.append("Deleted here; the Pulumi program creates them (the Secrets from Pulumi secrets):")
+        lines.extend(f"  {item}" for item in deleted)
     return "".join(f"# {line}\n" for line in lines)
 
 
-def _kustomization(spec: KubeflowOverlaySpec, checkout: str, subdir: str) -> str:
-    patches = _content_patches(spec)
-    if subdir == CRDS_AND_NAMESPACES_DIR:
-        patches.append(_kind_filter_patch(kind_regex_excluding(FIRST_PHASE_KINDS)))
-    elif subdir == REST_DIR:
-        patches.append(_kind_filter_patch("|".join(FIRST_PHASE_KINDS)))
-    document = {
+def _kustomization(spec: KubeflowOverlaySpec, checkout: str, stage: Stage) -> str:
+    document: dict[str, Any] = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
         "sortOptions": km.upstream_sort_options(),
-        "resources": _resources(spec, checkout, subdir),
-        "patches": patches,
+        "resources": _resources(spec, checkout, stage),
     }
-    return _header(spec, subdir) + _dump(document)
+    components = stage_components(spec, stage)
+    patches = _content_patches(spec, components)
+    if stage.webhooks_after_servers:
+        # cert-manager has a path in each stage; its webhooks are in the foundation's.
+        elsewhere = {c for other in STAGES if not other.webhooks_after_servers for c in stage_components(spec, other)}
+        patches.extend(
+            _webhook_patch(w) for w in km.WEBHOOK_SERVERS if w.component in components and w.component not in elsewhere
+        )
+    if patches:
+        document["patches"] = patches
+    return _header(spec, stage) + _dump(document)
 
 
-def _readme(spec: KubeflowOverlaySpec) -> str:
+def review_command(overlay_dir: str | os.PathLike[str] | None, stage: Stage) -> str:
+    """A shell command that renders ``stage`` and works from any folder of the project's git checkout.
+
+    With a relative ``overlay_dir`` (the project-relative folder the component writes to), the path is
+    anchored at ``git rev-parse --show-toplevel``: the same command then works from the overlay folder
+    and from the preview's copy of it (``build/preview/<stack>/kubeflow/``), where a relative path to
+    the tree would point elsewhere.
+    """
+    if overlay_dir is not None and not os.path.isabs(overlay_dir):
+        where = posixpath.join(os.fspath(overlay_dir).replace(os.sep, "/"), stage.directory)
+        return f'kubectl kustomize "$(git rev-parse --show-toplevel)/{where}"'
+    return f"kubectl kustomize {stage.directory}"
+
+
+def _readme(spec: KubeflowOverlaySpec, overlay_dir: str | os.PathLike[str] | None) -> str:
+    stages = "\n".join(
+        f"{number}. `{stage.directory}/`: {stage.summary}. Review: `{review_command(overlay_dir, stage)}`"
+        for number, stage in enumerate(STAGES, start=1)
+    )
+    namespaces = "\n".join(
+        f"- `{n.name}` (labels " + ", ".join(f"`{k}={v}`" for k, v in n.labels.items()) + ")"
+        for n in required_namespaces(spec)
+    )
     secrets = "\n".join(
         f"- `{s.namespace}/{s.name}`: " + "; ".join(f"`{k}`: {v}" for k, v in s.keys.items())
-        for s in km.REPLACED_SECRETS
+        for s in required_secrets(spec)
     )
     return (
         f"# Generated Kubeflow overlay ({spec.tag})\n\n"
-        "Generated by `components/kubeflow/overlay.py`; regenerate instead of editing.\n\n"
-        "- `kustomization.yaml`: the full install (`kubectl kustomize .` to review it).\n"
-        f"- `{CRDS_AND_NAMESPACES_DIR}/`: phase 1, CustomResourceDefinitions and Namespaces only.\n"
-        f"- `{REST_DIR}/`: phase 2, everything else. Deploy it after phase 1 and after the Secrets below.\n\n"
-        "## Secrets the Pulumi program creates (the overlay deletes upstream's public defaults)\n\n"
+        "Generated by `components/kubeflow/overlay.py`; regenerate instead of editing. Each folder is one\n"
+        "`kustomize.v2.Directory`, deployed in this order (the review commands work from any folder of the\n"
+        "project's git checkout, with kubectl 1.32 / kustomize 5.5 such as the project's `.tools/bin/kubectl`):\n\n"
+        f"{stages}\n\n"
+        "## Created by the Pulumi program before the Directories\n\n"
+        "Namespaces (deleted here, created with upstream's labels):\n\n"
+        f"{namespaces}\n\n"
+        "Secrets (deleted here because upstream ships public values; created from Pulumi secrets):\n\n"
         f"{secrets}\n"
     )
 
@@ -415,16 +511,14 @@ def _readme(spec: KubeflowOverlaySpec) -> str:
 def render_overlay(spec: KubeflowOverlaySpec, overlay_dir: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """Relative file path -> text of every file of the overlay, sorted by path.
 
-    ``overlay_dir`` (where the files will be written) is only needed when ``manifests_path`` is
-    absolute. Pure: same spec and overlay location, same bytes. No secret value appears in any file.
+    ``overlay_dir`` (where the files will be written) is needed when ``manifests_path`` is absolute,
+    and makes the README's review commands project-relative when it is relative. Pure: same spec and
+    overlay location, same bytes. No secret value appears in any file.
     """
     checkout = _checkout_ref(spec, overlay_dir)
-    files = {
-        "README.md": _readme(spec),
-        "kustomization.yaml": _kustomization(spec, checkout, FULL_OVERLAY_DIR),
-    }
-    for subdir in PHASE_DIRS:
-        files[f"{subdir}/kustomization.yaml"] = _kustomization(spec, checkout, subdir)
+    files = {"README.md": _readme(spec, overlay_dir)}
+    for stage in STAGES:
+        files[f"{stage.directory}/kustomization.yaml"] = _kustomization(spec, checkout, stage)
     return dict(sorted(files.items()))
 
 
@@ -432,7 +526,9 @@ def write_overlay(spec: KubeflowOverlaySpec, out_dir: str | os.PathLike[str]) ->
     """Write ``render_overlay(spec, out_dir)`` under ``out_dir``; return the paths written.
 
     Files whose content is already identical are left untouched (their mtime too), so repeated
-    ``pulumi preview`` runs do not churn the directory. Other files in ``out_dir`` are left alone.
+    ``pulumi preview`` runs do not churn the directory. ``out_dir`` belongs to the generator: any other
+    file in it (an earlier layout's stage, a hand edit) is removed, so what is there is what deploys
+    (and what the preview copies).
     """
     root = Path(out_dir)
     written = []
@@ -443,4 +539,11 @@ def write_overlay(spec: KubeflowOverlaySpec, out_dir: str | os.PathLike[str]) ->
         if not target.is_file() or target.read_bytes() != data:
             target.write_bytes(data)
         written.append(target)
+    keep = set(written)
+    for path in sorted(root.rglob("*"), reverse=True):  # children before their folders
+        if path.is_dir():
+            if not any(path.iterdir()):
+                path.rmdir()
+        elif path not in keep:
+            path.unlink()
     return tuple(written)

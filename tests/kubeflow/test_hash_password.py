@@ -10,7 +10,7 @@ import bcrypt
 import pytest
 
 from components.kubeflow import hash_password as tool
-from tests.kubeflow.fixture_tree import REPO_ROOT
+from tests.kubeflow.kustomize import REPO_ROOT
 
 
 class _Tty(io.StringIO):

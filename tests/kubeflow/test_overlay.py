@@ -1,77 +1,53 @@
-"""The generated Kubeflow overlay: spec refusals, file contents, and real kustomize renders.
+"""The generated Kubeflow overlay: spec refusals, file contents, and real kustomize renders of a non-default spec.
 
-The render tests build a miniature kubeflow/manifests checkout (fixture_tree.py) in tmp_path and
-run the real ``kubectl kustomize`` (kustomize 5.5, installed by tools/install-kustomize.sh) on the
-generated overlay, so what is asserted is what ``kustomize.v2.Directory`` would deploy.
+The generator unit tests read the files only; the render tests next to them build a spec the example
+stacks do not use (components left out, upstream's example Profile on) from the real pinned tree with
+the real ``kubectl kustomize``. What the stacks themselves deploy is in test_real_tree.py.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import bcrypt
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
 
 from components.catalog import kubeflow_manifests as km
+from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.overlay import (
-    CRDS_AND_NAMESPACES_DIR,
-    PROGRAM_SUPPLIED_SECRETS,
-    REST_DIR,
+    FOUNDATION,
+    PLATFORM,
+    STAGES,
     KubeflowOverlayError,
     KubeflowOverlaySpec,
-    kind_regex_excluding,
     manifests_path_for,
     render_overlay,
+    required_namespaces,
+    required_secrets,
+    review_command,
     write_overlay,
 )
-from tests.kubeflow.fixture_tree import (
-    UPSTREAM_CLIENT_SECRET,
-    UPSTREAM_COOKIE_SECRET,
-    UPSTREAM_EMAIL,
-    UPSTREAM_HASH,
-    build_fixture_tree,
-    ensure_kubectl,
-    expected_objects,
-    kustomize_build,
-    object_key,
-    parse_objects,
-)
+from tests.kubeflow.kustomize import REPO_ROOT, Obj, find, key, kustomize_build
 
-PUBLIC_SECRETS = (UPSTREAM_HASH, UPSTREAM_CLIENT_SECRET, UPSTREAM_COOKIE_SECRET, km.DEFAULT_PASSWORD)
-ALL_V1102 = tuple(c for c in km.tag_components("v1.10.2") if c != km.CERT_MANAGER)
+ALL = tuple(c for c in km.tag_components(km.DEFAULT_TAG) if c != km.CERT_MANAGER)
+TREE = REPO_ROOT / KUBEFLOW_MANIFESTS.path
+PUBLIC = (*(d.value for d in km.PUBLIC_DEFAULT_CREDENTIALS if len(d.value) >= 8), km.DEFAULT_PASSWORD)
+# A spec the example stacks do not use: Katib, Pipelines, KServe (and so Knative) and Spark left
+# out, upstream's example Profile kept and given the configured user, no Ingress host.
+LEAN = tuple(c for c in ALL if c not in {"katib", "pipelines", "kserve", "knative", "spark"})
+LEAN_ARGS: dict[str, Any] = {"components": LEAN, "dex_user_email": "alice@corp.example", "install_cert_manager": False}
 
 
-@pytest.fixture(scope="session")
-def kubectl() -> Path:
-    """The real kubectl/kustomize; installed by the project's script when missing."""
-    return ensure_kubectl()
+def _kustomization(files: dict[str, str], stage: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(files[f"{stage}/kustomization.yaml"])
+    return document
 
 
-@pytest.fixture(scope="module")
-def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_fixture_tree(tmp_path_factory.mktemp("kf") / "manifests", "v1.10.2")
-
-
-def _render(checkout: Path, out: Path, subdir: str = ".", **spec_args: Any) -> list[dict[str, Any]]:
-    spec = KubeflowOverlaySpec(manifests_path_for(checkout, out), **spec_args)
-    write_overlay(spec, out)
-    return parse_objects(kustomize_build(out / subdir))
-
-
-def _keys(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    return {object_key(o) for o in objects}
-
-
-def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
-    matches = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    assert len(matches) == 1, f"expected one {kind} {name}, found {len(matches)}"
-    return matches[0]
+def _patches(files: dict[str, str], stage: str) -> list[dict[str, Any]]:
+    return [yaml.safe_load(p["patch"]) for p in _kustomization(files, stage).get("patches", [])]
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,10 +55,12 @@ def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]
 # --------------------------------------------------------------------------------------------
 
 
-def test_unknown_tag_is_refused_with_the_supported_tags() -> None:
-    with pytest.raises(KubeflowOverlayError, match=r"unknown kubeflow/manifests tag 'v1\.9\.1'") as error:
-        KubeflowOverlaySpec("../manifests", tag="v1.9.1")
-    assert "v1.10.0, v1.10.1, v1.10.2" in str(error.value)
+def test_unknown_tag_is_refused_with_the_pinned_one() -> None:
+    with pytest.raises(KubeflowOverlayError, match=r"unknown kubeflow/manifests tag 'v1\.10\.0'") as error:
+        KubeflowOverlaySpec("../manifests", tag="v1.10.0")
+    assert "supported: v1.10.2 (the tree pinned by content digest in components/catalog/upstream.py)" in str(
+        error.value
+    )
 
 
 def test_unknown_component_is_refused_with_the_allowed_names() -> None:
@@ -94,7 +72,7 @@ def test_unknown_component_is_refused_with_the_allowed_names() -> None:
 
 
 def test_a_required_component_cannot_be_disabled() -> None:
-    without_dex = tuple(c for c in ALL_V1102 if c != "dex")
+    without_dex = tuple(c for c in ALL if c != "dex")
     with pytest.raises(KubeflowOverlayError, match=r"required Kubeflow component.*dex cannot be disabled"):
         KubeflowOverlaySpec("../manifests", components=without_dex)
 
@@ -102,11 +80,6 @@ def test_a_required_component_cannot_be_disabled() -> None:
 def test_cert_manager_is_switched_by_its_flag_not_the_component_list() -> None:
     with pytest.raises(KubeflowOverlayError, match="install_cert_manager"):
         KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "cert-manager"))
-
-
-def test_spark_is_refused_for_a_tag_whose_example_lacks_it() -> None:
-    with pytest.raises(KubeflowOverlayError, match=r"'spark' is not in the v1\.10\.0 example.*v1\.10\.2"):
-        KubeflowOverlaySpec("../manifests", tag="v1.10.0", components=(*km.REQUIRED_COMPONENTS, "spark"))
 
 
 def test_a_component_that_is_not_offered_says_why() -> None:
@@ -139,7 +112,7 @@ def test_components_given_as_one_string_are_refused() -> None:
         ("dex_username", "alice smith", "must be 1-63 letters"),
         ("ingress_host", "https://kubeflow.example.com", "must be a lowercase DNS name"),
         ("ingress_host", "Kubeflow.Example.com", "must be a lowercase DNS name"),
-        ("manifests_path", "", "must name the kubeflow/manifests checkout"),
+        ("manifests_path", "", "must name the kubeflow/manifests tree"),
     ],
 )
 def test_malformed_values_are_refused(field: str, value: str, message: str) -> None:
@@ -148,11 +121,9 @@ def test_malformed_values_are_refused(field: str, value: str, message: str) -> N
         KubeflowOverlaySpec(**args)
 
 
-def test_default_components_are_the_tag_example_without_cert_manager_switch_and_user_namespace() -> None:
+def test_default_components_are_the_example_without_cert_manager_switch_and_user_namespace() -> None:
     spec = KubeflowOverlaySpec("../manifests")
-    assert spec.enabled_components == tuple(c for c in ALL_V1102 if c != "user-namespace")
-    assert "spark" in spec.enabled_components
-    assert "spark" not in KubeflowOverlaySpec("../manifests", tag="v1.10.0").enabled_components
+    assert spec.enabled_components == tuple(c for c in ALL if c != "user-namespace")
     assert spec.disabled_components == ("user-namespace",)
 
 
@@ -161,91 +132,151 @@ def test_default_components_are_the_tag_example_without_cert_manager_switch_and_
 # --------------------------------------------------------------------------------------------
 
 
-def _kustomization(files: dict[str, str], subdir: str = ".") -> dict[str, Any]:
-    name = "kustomization.yaml" if subdir == "." else f"{subdir}/kustomization.yaml"
-    document: dict[str, Any] = yaml.safe_load(files[name])
-    return document
-
-
-def test_overlay_files_and_their_order() -> None:
+def test_overlay_files_are_the_readme_and_one_kustomization_per_stage() -> None:
     files = render_overlay(KubeflowOverlaySpec("../manifests"))
     assert list(files) == sorted(files)
-    assert set(files) == {
-        "README.md",
-        "kustomization.yaml",
-        f"{CRDS_AND_NAMESPACES_DIR}/kustomization.yaml",
-        f"{REST_DIR}/kustomization.yaml",
-    }
+    assert set(files) == {"README.md", "foundation/kustomization.yaml", "platform/kustomization.yaml"}
+    assert [s.directory for s in STAGES] == ["foundation", "platform"]
 
 
-def test_overlay_mirrors_upstream_sort_options_and_paths() -> None:
-    files = render_overlay(KubeflowOverlaySpec("../manifests", install_cert_manager=False))
-    root = _kustomization(files)
-    assert root["sortOptions"]["order"] == "legacy"
-    assert root["sortOptions"]["legacySortOptions"]["orderFirst"][:4] == [
-        "Namespace",
-        "ResourceQuota",
-        "StorageClass",
-        "CustomResourceDefinition",
+def test_stages_split_the_example_paths_in_upstream_order() -> None:
+    files = render_overlay(KubeflowOverlaySpec("../manifests", components=ALL))
+    example = [f"../../manifests/{path}" for _c, path in km.MANIFESTS_TAGS[km.DEFAULT_TAG].example_resources]
+    foundation = _kustomization(files, FOUNDATION.directory)["resources"]
+    platform = _kustomization(files, PLATFORM.directory)["resources"]
+    assert foundation == [
+        "../../manifests/common/cert-manager/base",
+        "../../manifests/common/istio/istio-crds/base",
+        "../../manifests/common/istio/istio-namespace/base",
+        "../../manifests/common/istio/istio-install/overlays/oauth2-proxy",
     ]
-    assert root["sortOptions"]["legacySortOptions"]["orderLast"] == ["ValidatingWebhookConfiguration"]
-    assert root["resources"][0] == "../manifests/common/istio/istio-crds/base"
-    assert "../manifests/applications/profiles/pss" in root["resources"]
-    assert not any(r.startswith("../manifests/common/cert-manager") for r in root["resources"])
-    # The phase kustomizations are one level deeper: same resources, one more "../".
-    for subdir in (CRDS_AND_NAMESPACES_DIR, REST_DIR):
-        assert _kustomization(files, subdir)["resources"] == ["../" + r for r in root["resources"]]
+    assert (
+        platform[0] == "../../manifests/common/cert-manager/kubeflow-issuer/base"
+    )  # validated by cert-manager's webhook
+    assert sorted(foundation + platform) == sorted(example)
+    assert [r for r in example if r in platform] == platform, "upstream order kept"
+    for stage in STAGES:
+        assert _kustomization(files, stage.directory)["sortOptions"] == km.upstream_sort_options()
 
 
-def test_v1_10_0_uses_the_apps_and_istio_1_24_layout() -> None:
-    root = _kustomization(render_overlay(KubeflowOverlaySpec("kf", tag="v1.10.0")))
-    assert "kf/common/istio-1-24/istio-install/overlays/oauth2-proxy" in root["resources"]
-    assert "kf/apps/profiles/upstream/overlays/kubeflow" in root["resources"]
-    assert not any("/applications/" in r or "/common/istio/" in r for r in root["resources"])
+def test_cert_manager_off_leaves_both_cert_manager_paths_out() -> None:
+    files = render_overlay(KubeflowOverlaySpec("../manifests", install_cert_manager=False))
+    for stage in STAGES:
+        assert not [r for r in _kustomization(files, stage.directory)["resources"] if "/common/cert-manager/" in r]
 
 
-def test_an_absolute_checkout_is_written_relative_to_the_overlay(tmp_path: Path) -> None:
+def test_platform_deletes_exactly_what_the_program_creates() -> None:
+    spec = KubeflowOverlaySpec(
+        "../manifests", dex_user_email="alice@corp.example", ingress_host="kubeflow.corp.example"
+    )
+    files = render_overlay(spec)
+    deleted = {
+        (p["kind"], p["metadata"].get("namespace", ""), p["metadata"]["name"])
+        for p in _patches(files, "platform")
+        if p.get("$patch") == "delete"
+    }
+    assert deleted == {("Secret", s.namespace, s.name) for s in km.REPLACED_SECRETS} | {
+        ("Namespace", "", n.name) for n in km.SECRET_NAMESPACES
+    }
+    assert required_secrets(spec) == km.REPLACED_SECRETS
+    assert required_namespaces(spec) == km.SECRET_NAMESPACES
+    assert "patches" not in _kustomization(files, "foundation"), "the foundation is upstream's, unchanged"
+
+
+def test_a_left_out_component_leaves_its_secrets_and_patches_out() -> None:
+    spec = KubeflowOverlaySpec("../manifests", **LEAN_ARGS)
+    names = {s.name for s in required_secrets(spec)}
+    assert names == {"dex-passwords", "dex-oidc-client", "oauth2-proxy"}
+    patched = {p["metadata"]["name"] for p in _patches(render_overlay(spec), "platform")}
+    assert not patched & {"katib-mysql-secrets", "mysql-secret", "mlpipeline-minio-artifact", "mysql", "katib-mysql"}
+    assert {km.USER_PROFILE_NAME, km.USER_NAMESPACE_CONFIGMAP} <= patched
+
+
+def test_mysql_servers_are_patched_to_require_a_root_password() -> None:
+    patches = {
+        p["metadata"]["name"]: p for p in _patches(render_overlay(KubeflowOverlaySpec("../manifests")), "platform")
+    }
+    [mysql] = patches["mysql"]["spec"]["template"]["spec"]["containers"]
+    assert mysql["env"] == [
+        {"name": "MYSQL_ALLOW_EMPTY_PASSWORD", "$patch": "delete"},
+        {"name": "MYSQL_ROOT_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "mysql-secret", "key": "password"}}},
+    ]
+    [katib] = patches["katib-mysql"]["spec"]["template"]["spec"]["containers"]
+    assert katib["env"] == [{"name": "MYSQL_ALLOW_EMPTY_PASSWORD", "$patch": "delete"}]
+
+
+def test_without_a_configured_user_dex_config_is_not_patched() -> None:
+    patched = {p["metadata"]["name"] for p in _patches(render_overlay(KubeflowOverlaySpec("../manifests")), "platform")}
+    assert km.DEX_CONFIGMAP not in patched
+    assert km.OAUTH2_PROXY_PARAMETERS_CONFIGMAP not in patched
+
+
+def test_an_absolute_tree_is_written_relative_to_the_overlay(tmp_path: Path) -> None:
     spec = KubeflowOverlaySpec(tmp_path / "vendor" / "kubeflow-manifests")
     with pytest.raises(KubeflowOverlayError, match="kustomize refuses absolute resource directories"):
         render_overlay(spec)
     files = render_overlay(spec, overlay_dir=tmp_path / "build" / "kubeflow")
-    assert _kustomization(files)["resources"][0] == "../../vendor/kubeflow-manifests/common/cert-manager/base"
+    assert (
+        _kustomization(files, "foundation")["resources"][0]
+        == "../../../vendor/kubeflow-manifests/common/cert-manager/base"
+    )
     assert all(str(tmp_path) not in text for text in files.values())
 
 
 def test_renders_are_byte_identical(tmp_path: Path) -> None:
     spec_args: dict[str, Any] = {"dex_user_email": "alice@corp.example", "ingress_host": "kubeflow.corp.example"}
-    first = render_overlay(KubeflowOverlaySpec("../manifests", **spec_args))
-    second = render_overlay(KubeflowOverlaySpec("../manifests", **spec_args))
+    first = render_overlay(KubeflowOverlaySpec("../manifests", **spec_args), "build/kubeflow/x")
+    second = render_overlay(KubeflowOverlaySpec("../manifests", **spec_args), "build/kubeflow/x")
     assert first == second
     write_overlay(KubeflowOverlaySpec("../manifests", **spec_args), tmp_path / "a")
     write_overlay(KubeflowOverlaySpec("../manifests", **spec_args), tmp_path / "b")
-    for relative, text in first.items():
+    for relative in render_overlay(KubeflowOverlaySpec("../manifests", **spec_args)):
         assert (tmp_path / "a" / relative).read_bytes() == (tmp_path / "b" / relative).read_bytes()
-        assert (tmp_path / "a" / relative).read_text() == text
+
+
+def test_write_overlay_removes_files_of_an_earlier_layout(tmp_path: Path) -> None:
+    out = tmp_path / "overlay"
+    (out / "rest").mkdir(parents=True)
+    (out / "rest" / "kustomization.yaml").write_text("stale")
+    (out / "kustomization.yaml").write_text("stale")
+    write_overlay(KubeflowOverlaySpec("../manifests"), out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "README.md",
+        "foundation",
+        "foundation/kustomization.yaml",
+        "platform",
+        "platform/kustomization.yaml",
+    ]
 
 
 def test_overlay_files_carry_no_secret_values() -> None:
     spec = KubeflowOverlaySpec(
         "../manifests",
-        components=ALL_V1102,
+        components=ALL,
         dex_user_email="alice@corp.example",
         dex_username="alice",
         ingress_host="kubeflow.corp.example",
     )
     for relative, text in render_overlay(spec).items():
-        for value in PUBLIC_SECRETS:
+        for value in PUBLIC:
             assert value not in text, f"{relative} contains {value!r}"
         assert "stringData" not in text and "secretGenerator" not in text, relative
         assert not re.search(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}", text), f"{relative} contains a bcrypt hash"
 
 
-def test_program_supplied_secrets_name_what_the_consumers_read() -> None:
-    assert [(s.namespace, s.name, s.keys) for s in PROGRAM_SUPPLIED_SECRETS] == [
-        ("auth", "dex-passwords", ("DEX_USER_PASSWORD",)),
-        ("auth", "dex-oidc-client", ("OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET")),
-        ("oauth2-proxy", "oauth2-proxy", ("client-id", "client-secret", "cookie-secret")),
-    ]
+def test_readme_names_the_stages_the_namespaces_and_the_secrets() -> None:
+    readme = render_overlay(KubeflowOverlaySpec("../manifests"), "build/kubeflow/dev")["README.md"]
+    assert 'kubectl kustomize "$(git rev-parse --show-toplevel)/build/kubeflow/dev/platform"' in readme
+    assert "kubectl kustomize ." not in readme
+    for secret in km.REPLACED_SECRETS:
+        assert f"`{secret.namespace}/{secret.name}`" in readme
+    for namespace in km.SECRET_NAMESPACES:
+        assert f"- `{namespace.name}` (labels" in readme
+
+
+def test_review_command_without_a_project_relative_folder_renders_from_the_overlay() -> None:
+    assert review_command(None, PLATFORM) == "kubectl kustomize platform"
+    assert review_command("/abs/overlay", FOUNDATION) == "kubectl kustomize foundation"
 
 
 def test_catalog_default_hash_is_the_published_password() -> None:
@@ -253,147 +284,33 @@ def test_catalog_default_hash_is_the_published_password() -> None:
     assert km.DEFAULT_PASSWORD_HASH in km.PUBLIC_DEFAULT_SECRET_VALUES
 
 
-_KIND = st.text(alphabet="CNRDamestpuocrDfinNx", min_size=0, max_size=30)
-
-
-@given(
-    kind=st.one_of(
-        _KIND,
-        st.sampled_from(["CustomResourceDefinition", "Namespace", "Custom", "Names", "Namespaces", "N", "C", "Pod"]),
-    )
-)
-def test_kind_regex_matches_every_kind_except_the_excluded(kind: str) -> None:
-    pattern = re.compile(kind_regex_excluding(("CustomResourceDefinition", "Namespace")))
-    excluded = kind in ("CustomResourceDefinition", "Namespace")
-    assert bool(pattern.fullmatch(kind)) is not excluded
-
-
 # --------------------------------------------------------------------------------------------
-# Real kustomize renders of the fixture checkout
+# Real kustomize on the real tree, for a spec the stacks do not use
 # --------------------------------------------------------------------------------------------
 
 
-def test_public_default_secrets_never_survive_the_render(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    plain = kustomize_build(checkout / "common/dex/overlays/oauth2-proxy")
-    assert UPSTREAM_HASH in plain  # the fixture really carries the defaults
-    objects = _render(checkout, tmp_path / "overlay", components=ALL_V1102)
-    text = yaml.safe_dump_all(objects)
-    for value in PUBLIC_SECRETS:
-        assert value not in text
-    assert [o for o in objects if o["kind"] == "Secret"] == []
+@pytest.fixture(scope="module")
+def lean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Obj]]:
+    out = tmp_path_factory.mktemp("kubeflow") / "overlay"
+    write_overlay(KubeflowOverlaySpec(manifests_path_for(TREE, out), **LEAN_ARGS), out)
+    return {stage.directory: kustomize_build(out / stage.directory) for stage in STAGES}
 
 
-def test_consumers_point_at_the_program_supplied_secret_names(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    objects = _render(checkout, tmp_path / "overlay")
-    oauth2 = _find(objects, "Deployment", "oauth2-proxy")["spec"]["template"]["spec"]["containers"][0]
-    secret_refs = {
-        (e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
-        for e in oauth2["env"]
-        if "secretKeyRef" in e["valueFrom"]
-    }
-    assert secret_refs == {("oauth2-proxy", k) for k in ("client-id", "client-secret", "cookie-secret")}
-    dex = _find(objects, "Deployment", "dex")["spec"]["template"]["spec"]["containers"][0]
-    assert [e["secretRef"]["name"] for e in dex["envFrom"]] == ["dex-oidc-client", "dex-passwords"]
-    supplied = {(s.namespace, s.name) for s in PROGRAM_SUPPLIED_SECRETS}
-    assert supplied == {("oauth2-proxy", "oauth2-proxy"), ("auth", "dex-oidc-client"), ("auth", "dex-passwords")}
+def test_left_out_components_are_absent_and_the_overlay_still_builds(lean: dict[str, list[Obj]]) -> None:
+    objects = [o for stage in lean.values() for o in stage]
+    names = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
+    assert not {"katib-mysql", "ml-pipeline", "minio", "kserve-controller-manager", "spark-operator-controller"} & names
+    assert not [o for o in objects if o["metadata"].get("namespace") == "knative-serving"]
+    assert not [o for o in objects if o["kind"] == "ClusterIssuer" or o["metadata"].get("namespace") == "cert-manager"]
+    replaced = tuple(s.name for s in km.REPLACED_SECRETS)
+    assert not [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].startswith(replaced)]
 
 
-def test_cert_manager_follows_install_cert_manager(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    cert_manager = expected_objects()["cert-manager"]
-    with_it = _keys(_render(checkout, tmp_path / "with", install_cert_manager=True))
-    without = _keys(_render(checkout, tmp_path / "without", install_cert_manager=False))
-    assert cert_manager <= with_it
-    assert cert_manager.isdisjoint(without)
-    assert with_it - without == cert_manager
-
-
-def test_configured_user_replaces_the_default_user(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    objects = _render(
-        checkout, tmp_path / "overlay", components=ALL_V1102, dex_user_email="alice@corp.example", dex_username="alice"
-    )
-    assert UPSTREAM_EMAIL not in yaml.safe_dump_all(objects)
-    config = yaml.safe_load(_find(objects, "ConfigMap", "dex")["data"]["config.yaml"])
-    assert config["staticPasswords"] == [
-        {
-            "email": "alice@corp.example",
-            "hashFromEnv": "DEX_USER_PASSWORD",
-            "username": "alice",
-            "userID": "15841185641784",
-        }
-    ]
-    assert config["staticClients"][0]["secretEnv"] == "OIDC_CLIENT_SECRET"
-    profile = _find(objects, "Profile", "kubeflow-user-example-com")
+def test_the_example_profile_gets_the_configured_user(lean: dict[str, list[Obj]]) -> None:
+    platform = lean[PLATFORM.directory]
+    profile = find(platform, "Profile", km.USER_PROFILE_NAME)
     assert profile["spec"]["owner"] == {"kind": "User", "name": "alice@corp.example"}
-
-
-def test_without_a_configured_user_dex_keeps_upstream_config(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    objects = _render(checkout, tmp_path / "overlay")
-    config = yaml.safe_load(_find(objects, "ConfigMap", "dex")["data"]["config.yaml"])
-    assert config["staticPasswords"][0]["email"] == UPSTREAM_EMAIL
-
-
-def test_enabled_components_are_present_and_disabled_ones_absent(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    expected = expected_objects("v1.10.2")
-    everything = _keys(_render(checkout, tmp_path / "all", components=ALL_V1102))
-    for component in ALL_V1102:
-        assert expected[component] <= everything, component
-    disabled = {"katib", "spark", "kserve", "knative", "user-namespace"}
-    some = _keys(_render(checkout, tmp_path / "some", components=tuple(c for c in ALL_V1102 if c not in disabled)))
-    for component in ALL_V1102:
-        if component in disabled:
-            assert expected[component].isdisjoint(some), component
-        else:
-            assert expected[component] <= some, component
-
-
-def test_upstream_sort_order_reaches_the_render(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    kinds = [o["kind"] for o in _render(checkout, tmp_path / "overlay")]
-    namespaces = kinds.count("Namespace")
-    assert kinds[:namespaces] == ["Namespace"] * namespaces
-    assert kinds[namespaces] == "CustomResourceDefinition"
-    assert kinds[-1] == "ValidatingWebhookConfiguration"
-
-
-def test_ingress_host_makes_oauth2_proxy_cookies_secure(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    def parameters(objects: list[dict[str, Any]]) -> tuple[str, str]:
-        [cm] = [o for o in objects if o["metadata"]["name"].startswith("oauth2-proxy-parameters")]
-        env = _find(objects, "Deployment", "oauth2-proxy")["spec"]["template"]["spec"]["containers"][0]["env"]
-        [ref] = [e["valueFrom"]["configMapKeyRef"]["name"] for e in env if "configMapKeyRef" in e["valueFrom"]]
-        assert ref == cm["metadata"]["name"]  # the Deployment follows the re-hashed name
-        return cm["data"]["FORCE_HTTPS"], ref
-
-    plain = parameters(_render(checkout, tmp_path / "plain"))
-    served = parameters(_render(checkout, tmp_path / "served", ingress_host="kubeflow.corp.example"))
-    assert plain[0] == "false"
-    assert served[0] == "true"
-    assert plain[1] != served[1]
-
-
-def test_phases_split_the_full_render_exactly(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    out = tmp_path / "overlay"
-    args: dict[str, Any] = {"components": ALL_V1102, "dex_user_email": "alice@corp.example"}
-    full = _render(checkout, out, **args)
-    first = parse_objects(kustomize_build(out / CRDS_AND_NAMESPACES_DIR))
-    rest = parse_objects(kustomize_build(out / REST_DIR))
-    assert {o["kind"] for o in first} == {"CustomResourceDefinition", "Namespace"}
-    assert not {o["kind"] for o in rest} & {"CustomResourceDefinition", "Namespace"}
-
-    def canonical(objects: list[dict[str, Any]]) -> Counter[str]:
-        return Counter(yaml.safe_dump(o, sort_keys=True) for o in objects)
-
-    assert canonical(first) + canonical(rest) == canonical(full)
-
-
-def test_absolute_manifests_path_renders_too(kubectl: Path, checkout: Path, tmp_path: Path) -> None:
-    spec = KubeflowOverlaySpec(checkout.resolve())
-    write_overlay(spec, tmp_path / "overlay")
-    for subdir in (".", CRDS_AND_NAMESPACES_DIR, REST_DIR):
-        assert parse_objects(kustomize_build(tmp_path / "overlay" / subdir))
-
-
-def test_v1_10_0_layout_renders_with_every_component(kubectl: Path, tmp_path: Path) -> None:
-    old = build_fixture_tree(tmp_path / "manifests-1.10.0", "v1.10.0")
-    components = tuple(c for c in km.tag_components("v1.10.0") if c != km.CERT_MANAGER)
-    objects = _keys(_render(old, tmp_path / "overlay", tag="v1.10.0", components=components))
-    for component, expected in expected_objects("v1.10.0").items():
-        assert expected <= objects, component
+    dex = yaml.safe_load(find(platform, "ConfigMap", km.DEX_CONFIGMAP, km.DEX_NAMESPACE)["data"][km.DEX_CONFIG_KEY])
+    assert dex["staticPasswords"][0]["email"] == "alice@corp.example"
+    assert dex["staticPasswords"][0]["username"] == km.DEFAULT_USERNAME  # not configured: upstream's
+    assert km.DEFAULT_USER_EMAIL not in str([o for o in platform if key(o)[0] in ("ConfigMap", "Profile")])
