@@ -1,8 +1,10 @@
 """``python -m preview [STACK ...]``: the offline preview of one or more stacks.
 
-Exit codes: 0 preview written and no mandatory policy violated; 1 another failure; 2 invalid stack
-config (nothing is written) or invalid ``policies/config/<stack>.json``; 3 the preview was written
-but a mandatory CrossGuard policy is violated (see ``build/preview/<stack>/policy-report.json``).
+Exit codes: 0 preview written and no mandatory policy violated; 1 another failure (a missing
+``helm``/``kubectl``: run ``make tools``; a missing pinned chart: run ``make upstream``); 2 invalid
+stack config (nothing is written) or invalid ``policies/config/<stack>.json``; 3 the preview was
+written but a mandatory policy is violated or a Directory does not build (see
+``build/preview/<stack>/policy-report.json``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
+from preview.rendered import RenderSetupError, render_program
 from preview.replacements import planned_replacements
 from preview.runner import REPO_ROOT, run_program
 from preview.stack_file import available_stacks
@@ -33,10 +36,15 @@ def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = 
         return 2
     out_dir = out_root / stack
     replacements = planned_replacements(out_dir / "resources.json", run.registrations)
-    files = preview_files(run)
+    try:
+        rendered = render_program(run)  # once: the files and the gate share it
+    except RenderSetupError as error:
+        print(f"error: stack {stack}: {error}", file=sys.stderr)
+        return 1
+    files = {**preview_files(run), **rendered.files()}
     write_files(files, out_dir)
     try:
-        gate = run_gate(run, root)
+        gate = run_gate(run, root, rendered)
     except PolicyConfigError as error:
         print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
         return 2

@@ -272,6 +272,56 @@ PUBLIC_DEFAULT_SECRET_VALUES: tuple[str, ...] = (
 """Secret values published in kubeflow/manifests: a policy rejects any Secret that carries one."""
 
 
+@dataclass(frozen=True)
+class PublicCredential:
+    """A credential kubeflow/manifests ships with a public value, at one key of one Secret.
+
+    Too short or common to refuse anywhere by value alone (``test``, an empty password), so the
+    policy refuses it where upstream puts it: a Secret of this name (kustomize may append a hash)
+    whose key holds this value.
+    """
+
+    secret: str
+    key: str
+    value: str
+    what: str
+    source: str
+
+
+# At tag v1.10.2 (d8d643f1a736b28c525bd9b8ee5c9b2f4a661b39); all three Secrets land in namespace kubeflow.
+PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicCredential, ...] = (
+    PublicCredential(
+        "katib-mysql-secrets",
+        "MYSQL_ROOT_PASSWORD",
+        "test",
+        "Katib's MySQL root password",
+        "applications/katib/upstream/components/mysql/secret.yaml",
+    ),
+    PublicCredential(
+        "mlpipeline-minio-artifact",
+        "accesskey",
+        "minio",
+        "the Pipelines MinIO access key",
+        "applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+    ),
+    PublicCredential(
+        "mlpipeline-minio-artifact",
+        "secretkey",
+        "minio123",
+        "the Pipelines MinIO secret key",
+        "applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+    ),
+    PublicCredential(
+        "mysql-secret",
+        "password",
+        "",
+        "the Pipelines MySQL password (user root, empty password)",
+        "applications/pipeline/upstream/base/installs/generic/mysql-secret.yaml",
+    ),
+)
+"""Credentials kubeflow/manifests publishes at known keys: a policy rejects a Secret that keeps one."""
+
+
 # --------------------------------------------------------------------------------------------
 # Objects the overlay replaces
 # --------------------------------------------------------------------------------------------
