@@ -49,7 +49,7 @@ def _host_network(args: ResourceValidationArgs) -> list[tuple[str, str]]:
     """(allow-list key, what uses the host network) in one resource."""
     if is_operator_release(args.resource_type, args.props):
         return [
-            (block.path, f"GPU Operator release {args.name} values {block.path}.hostNetwork")
+            (block.path, f"GPU Operator release {args.name} {block.where}.hostNetwork")
             for block in enabled_blocks(args.props.get("values"))
             if block.keys.get("hostNetwork") is True
         ]
@@ -57,7 +57,7 @@ def _host_network(args: ResourceValidationArgs) -> list[tuple[str, str]]:
         kind = args.resource_type.rsplit(":", 1)[-1]
         name = text(mapping(args.props.get("metadata")).get("name")) or args.name
         return [
-            (block.path, f"{kind} {name} spec{'.' if block.path else ''}{block.path}.hostNetwork")
+            (block.path, f"{kind} {name} {block.where}.hostNetwork")
             for block in operator_resource_blocks(args.resource_type, args.props)
             if block.keys.get("hostNetwork") is True
         ]

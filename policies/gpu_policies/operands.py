@@ -48,21 +48,27 @@ from .workloads import workload
 
 @dataclass(frozen=True)
 class Block:
-    """One mapping of operand settings: its dotted path (``driver``, ``driver.manager``) and its keys."""
+    """One mapping of operand settings and where it is.
+
+    ``path`` is the dotted Helm values path (``driver``, ``driver.manager``), the name allow-lists use;
+    ``where`` is how the resource itself spells it (``values driver``, ``spec.driver.manager``).
+    """
 
     path: str
+    where: str
     keys: Mapping[str, Any]
 
 
-def enabled_blocks(node: Any, path: tuple[str, ...] = ()) -> Iterator[Block]:
+def enabled_blocks(node: Any, path: tuple[str, ...] = (), where: str = "values") -> Iterator[Block]:
     """Every mapping under ``node`` (``node`` included) not switched off by ``enabled: false``."""
     if not is_mapping(node) or node.get("enabled") is False:
         return
-    yield Block(".".join(path), node)
+    yield Block(".".join(path), where, node)
+    separator = " " if where == "values" else "."
     for key in list(node):
         child = node[key]
         if is_mapping(child):
-            yield from enabled_blocks(child, (*path, str(key)))
+            yield from enabled_blocks(child, (*path, str(key)), f"{where}{separator}{key}")
 
 
 def is_operator_resource(resource_type: str) -> bool:
@@ -78,7 +84,7 @@ def operator_resource_blocks(resource_type: str, props: Mapping[str, Any]) -> It
     """
     spec = mapping(props.get("spec"))
     prefix = ("driver",) if resource_type.endswith(":NVIDIADriver") else ()
-    yield from enabled_blocks(spec, prefix)
+    yield from enabled_blocks(spec, prefix, "spec")
 
 
 def is_operator_release(resource_type: str, props: Mapping[str, Any]) -> bool:
@@ -94,7 +100,7 @@ def _defaults(chart_version: str) -> Mapping[str, chart.OperandImage]:
 
 
 def release_images(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(values path, image reference) of every image block the release's values change.
+    """(where, image reference) of every image block the release's values change.
 
     A block that sets ``repository`` or ``image`` gets the chart default for the keys it leaves out
     (Helm merges maps), so ``driver: {repository: r.example.com/nvidia}`` is
@@ -117,11 +123,11 @@ def release_images(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             value("version", default.version if default else "") or text(keys.get("tag")),
         )
         if reference:
-            yield block.path, reference
+            yield block.where, reference
 
 
 def resource_images(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(spec path, image reference) of every enabled operand block of a GPU Operator resource."""
+    """(where, image reference) of every enabled operand block of a GPU Operator resource."""
     for block in operator_resource_blocks(resource_type, props):
         keys = block.keys
         if not isinstance(keys.get("repository"), str) and not isinstance(keys.get("image"), str):
@@ -130,7 +136,7 @@ def resource_images(resource_type: str, props: Mapping[str, Any]) -> Iterator[tu
             text(keys.get("repository")), text(keys.get("image")), text(keys.get("version"))
         )
         if reference:
-            yield block.path, reference
+            yield block.where, reference
 
 
 _REGISTRY_SCHEMA = PolicyConfigSchema(
@@ -155,14 +161,12 @@ _REGISTRY_SCHEMA = PolicyConfigSchema(
 def _validate_registries(args: ResourceValidationArgs, report: ReportViolation) -> None:
     allowed = string_list(setting(args, _REGISTRY_SCHEMA, "allowedRegistries"))
     if is_operator_release(args.resource_type, args.props):
-        found = [(f"values {path}", reference) for path, reference in release_images(args.props)]
+        found = list(release_images(args.props))
         label = f"GPU Operator release {args.name}"
     elif is_operator_resource(args.resource_type):
         kind = args.resource_type.rsplit(":", 1)[-1]
         name = text(mapping(args.props.get("metadata")).get("name")) or args.name
-        found = [
-            (f"spec.{path}" if path else "spec", ref) for path, ref in resource_images(args.resource_type, args.props)
-        ]
+        found = list(resource_images(args.resource_type, args.props))
         label = f"{kind} {name}"
     else:
         pod = workload(args)
