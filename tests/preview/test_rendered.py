@@ -270,7 +270,7 @@ def test_seeded_public_credentials_and_node_ports_in_a_real_kustomize_render(tmp
         "type": "Opaque",
         "data": {"MYSQL_ROOT_PASSWORD": "dGVzdA=="},
     }
-    ui = {
+    ui: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "ml-pipeline-ui"},
