@@ -14,6 +14,7 @@ On a shared machine the wall times follow the load; the tools' CPU time does not
 from __future__ import annotations
 
 import copy
+import functools
 import resource
 import statistics
 import time
@@ -80,7 +81,7 @@ def bench_stack(stack: str) -> None:
         "objects"
     )
     for render in rendered.renders:
-        alone, alone_cpu = _median(lambda render=render: render_registrations([render.origin], run.root), runs=1)
+        alone, alone_cpu = _median(functools.partial(render_registrations, [render.origin], run.root), runs=1)
         outcome = f"{len(render.objects)} objects" if render.problem is None else "fails (see the gate's finding)"
         print(f"  {render.origin_label}: {alone:.2f} s alone ({alone_cpu:.2f} s CPU, one run), {outcome}")
 
