@@ -20,6 +20,9 @@ come from ``.tools/bin`` (``make tools``), else from ``PATH``.
 
 Rendered objects keep their tool's order; ``files()`` writes one YAML file per object under
 ``rendered/<release or Directory>/`` with Secret values and the release's secret values masked.
+Limits: a release is rendered from its ``values`` (one that sets ``valueYamlFiles`` or ``postrender`` is
+not rendered, and the gate says so); a Directory's ``namespace`` input (a default for objects without
+one) is not applied, the program sets none.
 """
 
 from __future__ import annotations
@@ -107,8 +110,7 @@ class Render:
         """One line for the verdict table."""
         if self.problem is None:
             return f"{self.origin_label}: {len(self.objects)} objects ({self.command})"
-        verdict = "FAILED" if self.mandatory else "not rendered"
-        return f"{self.origin_label}: {verdict}: {self.problem}"
+        return f"{self.origin_label}: {'FAILED: ' if self.mandatory else ''}{self.problem}"
 
 
 @dataclass(frozen=True)
@@ -292,6 +294,10 @@ def _release_job(registration: Registration, root: Path) -> _Job | Render:
         )
     if _has_unknown(registration.masked_inputs.get("values")):
         return Render(registration, "", problem="not rendered: some values are only known after `pulumi up`")
+    unsupported = [key for key in ("valueYamlFiles", "postrender") if inputs.get(key)]
+    if unsupported:
+        problem = f"not rendered: the gate renders values only, and the release sets {', '.join(unsupported)}"
+        return Render(registration, "", problem=problem)
     chart_dir = pinned_chart_dir(root)
     name = str(inputs.get("name") or registration.name)
     namespace = str(inputs.get("namespace") or "default")

@@ -205,6 +205,18 @@ def test_a_release_with_values_unknown_until_apply_is_not_rendered() -> None:
     assert render.problem == "not rendered: some values are only known after `pulumi up`" and not render.mandatory
 
 
+def test_a_release_with_value_files_is_not_rendered_from_its_values_alone() -> None:
+    run, _ = real_stack("dev")
+    release = _release(run)
+    with_files = replace(release, inputs={**release.inputs, "valueYamlFiles": ["extra-values.yaml"]})
+    rendered = render_registrations([with_files], ROOT)
+    assert rendered.renders[0].summary() == (
+        "kubernetes:helm.sh/v3:Release::gpu-operator-release: not rendered: the gate renders values only, and the "
+        "release sets valueYamlFiles"
+    )
+    assert rendered.objects == []
+
+
 def test_a_missing_tool_stops_the_render_and_says_make_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
