@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +242,6 @@ class _Job:
     command: list[str]
     shown: str
     values: dict[str, Any] | None = None  # helm: written to a fresh values file
-    env: dict[str, str] = field(default_factory=dict)
 
 
 def _objects(origin: Registration, text: str) -> Iterator[RenderedObject]:
