@@ -45,6 +45,7 @@ bench: venv  ## benchmarks that print figures
 	$(PY) -m benchmarks.bench_mig_planner
 	$(PY) -m benchmarks.bench_policies
 	$(PY) -m benchmarks.bench_node_agent
+	$(PY) -m benchmarks.bench_render
 
 clean:  ## build outputs and caches; keeps .venv, .tools and the upstream artifacts in .upstream
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

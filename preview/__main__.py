@@ -1,9 +1,10 @@
 """``python -m preview [STACK ...]``: the offline preview of one or more stacks.
 
 Exit codes: 0 preview written and no mandatory policy violated; 1 a bug (one line, the traceback in
-``<out>/<stack>.error.log``); 2 invalid stack file or stack
-config (nothing is written) or invalid ``policies/config/<stack>.json``; 3 the preview was written
-but a mandatory CrossGuard policy is violated (see ``build/preview/<stack>/policy-report.json``).
+``<out>/<stack>.error.log``) or a missing tool (``helm``/``kubectl``: run ``make tools``; the pinned
+chart: run ``make upstream``); 2 invalid stack file or stack config (nothing is written) or invalid
+``policies/config/<stack>.json``; 3 the preview was written but a mandatory policy is violated or a
+Directory does not build (see ``build/preview/<stack>/policy-report.json``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
+from preview.rendered import RenderMemo, RenderSetupError, render_program
 from preview.replacements import planned_replacements
 from preview.runner import REPO_ROOT, run_program
 from preview.stack_file import StackFileError, available_stacks
@@ -24,8 +26,10 @@ from preview.stack_file import StackFileError, available_stacks
 EXIT_BUG = 1
 
 
-def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = REPO_ROOT) -> int:
-    """Preview one stack; returns the exit code."""
+def preview_stack(
+    stack: str, out_root: Path, quiet: bool = False, root: Path = REPO_ROOT, render_memo: RenderMemo | None = None
+) -> int:
+    """Preview one stack; returns the exit code (``render_memo``: see ``preview.rendered.render_registrations``)."""
     try:
         run = run_program(stack, root)
     except (FileNotFoundError, StackFileError) as error:
@@ -38,10 +42,15 @@ def preview_stack(stack: str, out_root: Path, quiet: bool = False, root: Path = 
         return 2
     out_dir = out_root / stack
     replacements = planned_replacements(out_dir / "resources.json", run.registrations)
-    files = preview_files(run)
+    try:
+        rendered = render_program(run, render_memo)  # once: the files and the gate share it
+    except RenderSetupError as error:
+        print(f"error: stack {stack}: {error}", file=sys.stderr)
+        return 1
+    files = {**preview_files(run), **rendered.files()}
     write_files(files, out_dir)
     try:
-        gate = run_gate(run, root)
+        gate = run_gate(run, root, rendered)
     except PolicyConfigError as error:
         print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
         return 2
@@ -78,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     return max(codes, default=0)
 
 
-def _guarded(stack: str, out_root: Path, quiet: bool, root: Path) -> int:
+def _guarded(stack: str, out_root: Path, quiet: bool, root: Path, render_memo: RenderMemo | None = None) -> int:
     """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1)."""
     try:
-        return preview_stack(stack, out_root, quiet, root)
+        return preview_stack(stack, out_root, quiet, root, render_memo)
     except Exception as error:  # a bug in the program or the preview, never a config problem
         log = out_root / f"{stack}.error.log"
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ addresses), so two previews of the same stack are byte-identical.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,31 @@ def mask_like(plain: Any, masked: Any) -> Any:
     if isinstance(masked, list) and isinstance(plain, list) and len(masked) == len(plain):
         return [mask_like(p, m) for p, m in zip(plain, masked, strict=True)]
     return masked
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def secret_strings(plain: Any, masked: Any) -> set[str]:
+    """The plaintext strings of ``plain`` wherever ``masked`` (the same value, secrets masked) says secret."""
+    if masked == SECRET_MASK and plain != SECRET_MASK:
+        return set(_strings(plain))
+    found: set[str] = set()
+    if isinstance(plain, dict) and isinstance(masked, dict):
+        for key in plain.keys() & masked.keys():
+            found |= secret_strings(plain[key], masked[key])
+    elif isinstance(plain, list) and isinstance(masked, list):
+        for plain_item, masked_item in zip(plain, masked, strict=False):
+            found |= secret_strings(plain_item, masked_item)
+    return found
 
 
 def unwrap_wire(value: Any) -> Any:

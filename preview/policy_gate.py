@@ -9,18 +9,25 @@ recorded set (a value unknown at preview raises as it does under the analyzer, s
 ``analyzer_props``), and each policy gets its schema defaults plus the stack's
 ``policies/config/<stack>.json`` (the ``--policy-pack-config`` format:
 ``{"all": "advisory", "<policy>": "disabled" | {"enforcementLevel": ..., "<key>": ...}}``).
-Limits (shared with the real analyzer for ``helm.v3.Release``): Helm charts are not rendered, so
-the operator's own DaemonSets are checked through the release's values, not as objects.
+
+Beyond the analyzer: the gate also runs every resource policy on the objects the program's Helm
+releases and kustomize Directories render to (``preview/rendered.py``, the real ``helm template``
+and ``kubectl kustomize``), each as a resource of type ``kubernetes:<group/version>:<Kind>`` with
+the object as props. The CLI never sees a ``helm.v3.Release``'s objects (pulumi/pulumi#10055).
+A render that fails is a finding of the gate's own check ``rendered-output`` (mandatory for a
+Directory that does not build, advisory for a release of a chart with no pinned copy). Stack
+policies see the registered resources only.
 
 Output: ``policy-report.json``, a sorted list of ``{"policy", "enforcement", "resource",
-"message"}``, and a verdict table; a mandatory violation fails the preview (exit code 3).
+"message", "origin"}`` (``origin``: ``registered``, or ``rendered from <type>::<name>`` of the
+release or Directory), and a verdict table; a mandatory violation fails the preview (exit code 3).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,11 +48,14 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.settings import schema_defaults
-from preview.mocks import SECRET_MASK, Registration
+from preview.mocks import SECRET_MASK, Registration, secret_strings
+from preview.rendered import Rendered, RenderedObject, render_program
 from preview.runner import REPO_ROOT, ProgramRun
 
 REPORT_NAME = "policy-report.json"
 STACK_RESOURCE = "(stack)"
+REGISTERED = "registered"
+RENDER_CHECK = "rendered-output"
 LEVELS = tuple(level.value for level in EnforcementLevel)
 EXIT_MANDATORY_VIOLATION = 3
 
@@ -62,16 +72,23 @@ class Finding:
     enforcement: str
     resource: str
     message: str
+    origin: str = REGISTERED  #: ``registered``, or ``rendered from <type>::<name>``
+
+
+def rendered_from(obj: RenderedObject) -> str:
+    """The ``origin`` of a finding about a rendered object."""
+    return f"rendered from {obj.origin_label}"
 
 
 @dataclass
 class GateResult:
-    """Every finding of one stack, and each policy's effective level and applicability."""
+    """Every finding of one stack, each policy's effective level and applicability, and what was rendered."""
 
     stack: str
     findings: list[Finding] = field(default_factory=list)
     levels: dict[str, str] = field(default_factory=dict)
     not_applicable: dict[str, str] = field(default_factory=dict)
+    renders: list[str] = field(default_factory=list)  #: one summary line per release or Directory
 
     @property
     def mandatory(self) -> list[Finding]:
@@ -84,7 +101,7 @@ class GateResult:
         return bool(self.mandatory)
 
     def report(self) -> list[dict[str, str]]:
-        """The report document: findings sorted by policy, level, resource and message."""
+        """The report document: findings sorted by policy, level, resource, message and origin."""
         return [asdict(finding) for finding in sorted(self.findings)]
 
 
@@ -112,6 +129,13 @@ def _schema_problem(key: str, spec: Mapping[str, Any], value: Any) -> str | None
         return f"{key} must be one of {', '.join(map(str, spec['enum']))}, got {json.dumps(value)}"
     if "pattern" in spec and isinstance(value, str) and not re.search(spec["pattern"], value):
         return f"{key} {value!r} does not match {spec['pattern']}"
+    if "minLength" in spec and isinstance(value, str) and len(value) < spec["minLength"]:
+        return f"{key} must be at least {spec['minLength']} character(s) long, got {json.dumps(value)}"
+    if isinstance(value, dict) and isinstance(spec.get("additionalProperties"), Mapping):
+        for item_key, item in value.items():
+            problem = _schema_problem(f"{key}[{json.dumps(item_key)}]", spec["additionalProperties"], item)
+            if problem:
+                return problem
     if isinstance(value, list) and isinstance(spec.get("items"), Mapping):
         for index, item in enumerate(value):
             problem = _schema_problem(f"{key}[{index}]", spec["items"], item)
@@ -266,31 +290,6 @@ def analyzer_props(inputs: dict[str, Any]) -> Mapping[str, Any]:
     return unknown_checking_proxy(inputs) if has_unknown(inputs) else inputs
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, str):
-        yield value
-
-
-def secret_strings(plain: Any, masked: Any) -> set[str]:
-    """The plaintext strings of ``plain`` wherever ``masked`` (the same value, secrets masked) says secret."""
-    if masked == SECRET_MASK and plain != SECRET_MASK:
-        return set(_strings(plain))
-    found: set[str] = set()
-    if isinstance(plain, dict) and isinstance(masked, dict):
-        for key in plain.keys() & masked.keys():
-            found |= secret_strings(plain[key], masked[key])
-    elif isinstance(plain, list) and isinstance(masked, list):
-        for plain_item, masked_item in zip(plain, masked, strict=False):
-            found |= secret_strings(plain_item, masked_item)
-    return found
-
-
 def _scrubbed(message: str, secrets: set[str]) -> str:
     for value in sorted((v for v in secrets if len(v) >= 4), key=len, reverse=True):
         message = message.replace(value, SECRET_MASK)
@@ -342,12 +341,15 @@ def evaluate(
     stack: str = "",
     stack_tags: Mapping[str, str] | None = None,
     policies: Sequence[Policy] = ALL_POLICIES,
+    rendered: Rendered | None = None,
 ) -> GateResult:
-    """Run ``policies`` over the custom resources among ``registrations``."""
+    """Run ``policies`` over the custom resources among ``registrations`` and the ``rendered`` objects."""
     config = config or {}
+    registrations = list(registrations)
     custom = [r for r in registrations if r.custom]
     labels = {r.urn: resource_label(r) for r in custom}
     props = {r.urn: analyzer_props(r.inputs) for r in custom}
+    objects = rendered.objects if rendered is not None else []
     result = GateResult(stack=stack)
     active: list[tuple[Policy, str, dict[str, Any]]] = []
     for policy in policies:
@@ -358,42 +360,65 @@ def evaluate(
             reported = EnforcementLevel.MANDATORY.value if level == EnforcementLevel.REMEDIATE.value else level
             active.append((policy, reported, effective_settings(policy, config)))
 
-    scrubber = _Scrubber(custom)
+    scrubber = _Scrubber(registrations)  # a rendered object's messages: against its (component) origin's secrets
 
-    def run(policy: Policy, level: str, args: Any, urn: str | None) -> None:
-        """One policy on one resource (``urn``) or on the stack (None), as the analyzer runs it."""
-        default = labels[urn] if urn else STACK_RESOURCE
+    def run(policy: Policy, level: str, args: Any, subject: Registration | RenderedObject | None) -> None:
+        """One policy on one resource, one rendered object, or the stack (None), as the analyzer runs it."""
+        if isinstance(subject, RenderedObject):
+            default, origin, scrub_urn = f"{subject.type}::{subject.name}", rendered_from(subject), subject.origin.urn
+        elif subject is not None:
+            default, origin, scrub_urn = labels[subject.urn], REGISTERED, subject.urn
+        else:
+            default, origin, scrub_urn = STACK_RESOURCE, REGISTERED, None
 
         def report(message: str, reported_urn: str | None = None) -> None:
-            message = scrubber.resource(message, urn) if urn else scrubber.stack(message)
-            result.findings.append(Finding(policy.name, level, labels.get(reported_urn or "", default), message))
+            message = scrubber.resource(message, scrub_urn) if scrub_urn else scrubber.stack(message)
+            resource = labels.get(reported_urn or "", default)
+            result.findings.append(Finding(policy.name, level, resource, message, origin))
 
         try:
             policy.validate(args, report)  # type: ignore[attr-defined]
         except UnknownValueError as error:
             message = f"can't run policy '{policy.name}' during preview: {error.message}"
-            result.findings.append(Finding(policy.name, EnforcementLevel.ADVISORY.value, default, message))
+            result.findings.append(Finding(policy.name, EnforcementLevel.ADVISORY.value, default, message, origin))
         except PolicyNotApplicable as error:
-            if urn is None:  # a resource policy that skips one resource still applies to the others
+            if subject is None:  # a resource policy that skips one resource still applies to the others
                 result.not_applicable[policy.name] = error.reason or "not applicable"
 
     for policy, level, settings in active:
         if isinstance(policy, ResourceValidationPolicy):
             for r in custom:
                 args = _GateResourceArgs(r.type, props[r.urn], r.urn, r.name, _NO_OPTIONS, None, settings, stack_tags)
-                run(policy, level, args, r.urn)
+                run(policy, level, args, r)
+            for obj in objects:
+                args = _GateResourceArgs(
+                    obj.type, obj.manifest, obj.urn, obj.name, _NO_OPTIONS, None, settings, stack_tags
+                )
+                run(policy, level, args, obj)
     if any(isinstance(policy, StackValidationPolicy) for policy, _, _ in active):
         resources = _stack_resources(custom, props)
         for policy, level, settings in active:
             if isinstance(policy, StackValidationPolicy):
                 run(policy, level, _GateStackArgs(resources, settings, stack_tags), None)
+    for render in rendered.renders if rendered is not None else ():
+        result.renders.append(render.summary())
+        if render.problem is not None:
+            render_level = EnforcementLevel.MANDATORY if render.mandatory else EnforcementLevel.ADVISORY
+            result.findings.append(Finding(RENDER_CHECK, render_level.value, render.origin_label, render.problem))
     result.findings.sort()
     return result
 
 
-def run_gate(run: ProgramRun, root: Path = REPO_ROOT) -> GateResult:
-    """Every policy over one offline run, with the stack's policy config (``PolicyConfigError`` if invalid)."""
-    return evaluate(run.registrations, load_policy_config(run.stack, root), stack=run.stack)
+def run_gate(run: ProgramRun, root: Path = REPO_ROOT, rendered: Rendered | None = None) -> GateResult:
+    """Every policy over one offline run and what it renders (rendered here unless given), with the stack's config.
+
+    Raises ``PolicyConfigError`` for an invalid policy config and ``RenderSetupError`` when a tool or the
+    pinned chart is missing.
+    """
+    config = load_policy_config(run.stack, root)
+    return evaluate(
+        run.registrations, config, stack=run.stack, rendered=render_program(run) if rendered is None else rendered
+    )
 
 
 def write_report(result: GateResult, out_dir: Path) -> Path:
@@ -406,7 +431,7 @@ def write_report(result: GateResult, out_dir: Path) -> Path:
 
 def _verdict(result: GateResult, name: str) -> str:
     found = [f for f in result.findings if f.policy == name]
-    level = result.levels[name]
+    level = result.levels.get(name, EnforcementLevel.MANDATORY.value)
     if level == EnforcementLevel.DISABLED.value:
         return "disabled"
     if any(f.enforcement == EnforcementLevel.MANDATORY.value for f in found):
@@ -424,8 +449,12 @@ def verdict_table(result: GateResult) -> str:
     width = max((len(name) for name in names), default=6)
     lines = [f"Policies ({len(names)}) for stack {result.stack}:", f"  {'policy':<{width}}  {'level':<9}  verdict"]
     lines += [f"  {name:<{width}}  {result.levels[name]:<9}  {_verdict(result, name)}" for name in names]
+    if result.renders:
+        lines.append(f"Rendered by the offline gate ({RENDER_CHECK}: {_verdict(result, RENDER_CHECK)}):")
+        lines += [f"  {line}" for line in result.renders]
     for finding in result.findings:
-        lines.append(f"  [{finding.enforcement}] {finding.policy} {finding.resource}: {finding.message}")
+        origin = "" if finding.origin == REGISTERED else f" ({finding.origin})"
+        lines.append(f"  [{finding.enforcement}] {finding.policy} {finding.resource}{origin}: {finding.message}")
     advisory = len(result.findings) - len(result.mandatory)
     verdict = "FAILED" if result.failed else "passed"
     lines.append(f"policy gate {verdict}: {len(result.mandatory)} mandatory, {advisory} advisory violation(s)")

@@ -34,14 +34,14 @@ def is_manifest(registration: Registration) -> bool:
     return registration.type.startswith("kubernetes:") and not _NOT_MANIFESTS.match(registration.type)
 
 
-def _ints(value: Any) -> Any:
+def whole_numbers(value: Any) -> Any:
     """Wire format sends every number as a float; 3.0 -> 3 so manifests read as written."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {key: _ints(item) for key, item in value.items()}
+        return {key: whole_numbers(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_ints(item) for item in value]
+        return [whole_numbers(item) for item in value]
     return value
 
 
@@ -56,7 +56,7 @@ def sorted_deep(value: Any) -> Any:
 
 def manifest_of(registration: Registration) -> dict[str, Any]:
     """The Kubernetes object as it would be sent to the API server (secrets masked)."""
-    manifest: dict[str, Any] = sorted_deep(_ints(registration.masked_inputs))
+    manifest: dict[str, Any] = sorted_deep(whole_numbers(registration.masked_inputs))
     ordered: dict[str, Any] = {key: manifest[key] for key in ("apiVersion", "kind", "metadata") if key in manifest}
     ordered.update({key: value for key, value in sorted(manifest.items()) if key not in ordered})
     return ordered
@@ -83,7 +83,7 @@ def preview_files(run: ProgramRun) -> dict[str, str]:
     """Relative path -> text of every file the preview writes."""
     files: dict[str, str] = {}
     resources = [
-        {"type": r.type, "name": r.name, "parent": r.parent_name, "inputs": _ints(r.masked_inputs)}
+        {"type": r.type, "name": r.name, "parent": r.parent_name, "inputs": whole_numbers(r.masked_inputs)}
         for r in run.registrations
     ]
     files["resources.json"] = dump_json(resources)
@@ -94,7 +94,7 @@ def preview_files(run: ProgramRun) -> dict[str, str]:
             files[f"manifests/{manifest_filename(manifest, registration.name)}"] = dump_yaml(manifest)
         elif registration.type == HELM_RELEASE:
             release = registration.masked_inputs.get("name") or registration.name
-            values = sorted_deep(_ints(registration.masked_inputs.get("values") or {}))
+            values = sorted_deep(whole_numbers(registration.masked_inputs.get("values") or {}))
             files[f"helm/{release}-values.yaml"] = dump_yaml(values)
     files.update(kustomize_files(run))
     return dict(sorted(files.items()))

@@ -296,14 +296,25 @@ class PublicDefault:
     key: str
     value: str
     source: str
+    what: str = "a credential"  #: how a policy message names it
 
 
 PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
     PublicDefault(
-        "auth", "dex-passwords", "DEX_USER_PASSWORD", DEFAULT_PASSWORD_HASH, "common/dex/base/dex-passwords.yaml"
+        "auth",
+        "dex-passwords",
+        "DEX_USER_PASSWORD",
+        DEFAULT_PASSWORD_HASH,
+        "common/dex/base/dex-passwords.yaml",
+        what="the dex user's password hash (of 12341234)",
     ),
     PublicDefault(
-        "auth", "dex-oidc-client", "OIDC_CLIENT_SECRET", DEFAULT_OIDC_CLIENT_SECRET, "common/dex/base/secret_params.env"
+        "auth",
+        "dex-oidc-client",
+        "OIDC_CLIENT_SECRET",
+        DEFAULT_OIDC_CLIENT_SECRET,
+        "common/dex/base/secret_params.env",
+        what="the OIDC client secret",
     ),
     PublicDefault(
         "oauth2-proxy",
@@ -311,6 +322,7 @@ PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
         "client-secret",
         DEFAULT_OIDC_CLIENT_SECRET,
         "common/oauth2-proxy/base/kustomization.yaml",
+        what="oauth2-proxy's OIDC client secret",
     ),
     PublicDefault(
         "oauth2-proxy",
@@ -318,6 +330,7 @@ PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
         "cookie-secret",
         DEFAULT_COOKIE_SECRET,
         "common/oauth2-proxy/base/kustomization.yaml",
+        what="oauth2-proxy's cookie secret",
     ),
     PublicDefault(
         "kubeflow",
@@ -325,6 +338,7 @@ PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
         "MYSQL_ROOT_PASSWORD",
         DEFAULT_KATIB_MYSQL_ROOT_PASSWORD,
         "applications/katib/upstream/components/mysql/secret.yaml",
+        what="Katib's MySQL root password",
     ),
     PublicDefault(
         "kubeflow",
@@ -332,6 +346,7 @@ PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
         "accesskey",
         DEFAULT_MINIO_ACCESS_KEY,
         "applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+        what="the Pipelines MinIO access key",
     ),
     PublicDefault(
         "kubeflow",
@@ -339,6 +354,7 @@ PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
         "secretkey",
         DEFAULT_MINIO_SECRET_KEY,
         "applications/pipeline/upstream/third-party/minio/base/mlpipeline-minio-artifact-secret.yaml",
+        what="the Pipelines MinIO secret key",
     ),
     PublicDefault(
         "kubeflow",
@@ -346,6 +362,7 @@ PUBLIC_DEFAULT_CREDENTIALS: tuple[PublicDefault, ...] = (
         "password",
         DEFAULT_PIPELINES_MYSQL_PASSWORD,
         "applications/pipeline/upstream/base/installs/generic/mysql-secret.yaml",
+        what="the Pipelines MySQL password (user root, empty password)",
     ),
 )
 """Every credential of the v1.10.2 example with a published value (found by rendering the example

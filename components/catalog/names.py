@@ -77,6 +77,10 @@ NODE_PATCH_TYPE: Final = "kubernetes:core/v1:NodePatch"
 SECRET_TYPES: Final = ("kubernetes:core/v1:Secret", "kubernetes:core/v1:SecretPatch")
 INGRESS_TYPES: Final = ("kubernetes:networking.k8s.io/v1:Ingress", "kubernetes:networking.k8s.io/v1:IngressPatch")
 KUSTOMIZE_DIRECTORY_TYPE: Final = "kubernetes:kustomize/v2:Directory"
+SERVICE_TYPES: Final = ("kubernetes:core/v1:Service", "kubernetes:core/v1:ServicePatch")
+# The GPU Operator's custom resources (ClusterPolicy nvidia.com/v1, NVIDIADriver nvidia.com/v1alpha1): their
+# spec blocks configure the operands the operator creates.
+GPU_OPERATOR_RESOURCE_PREFIX: Final = "kubernetes:nvidia.com/"
 
 # ...and our own ComponentResources (``gpu-platform:<capability>:<Name>``).
 CLUSTER_ACCESS_TYPE: Final = "gpu-platform:cluster:ClusterAccess"

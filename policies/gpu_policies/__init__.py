@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from pulumi_policy import Policy, ResourceValidationPolicy, StackValidationPolicy
 
-from . import drivers, helm, kubeflow, mig, node_groups, operator_values, scheduling, workloads
+from . import drivers, helm, kubeflow, mig, network, node_groups, operands, operator_values, scheduling, workloads
 
 RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
     *node_groups.POLICIES,
     *helm.POLICIES,
     *operator_values.POLICIES,
+    *operands.POLICIES,
     *mig.POLICIES,
     *workloads.POLICIES,
+    *network.POLICIES,
     *kubeflow.POLICIES,
 ]
 STACK_POLICIES: list[StackValidationPolicy] = [*scheduling.POLICIES, *drivers.POLICIES]

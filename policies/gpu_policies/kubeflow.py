@@ -2,10 +2,15 @@
 
 Why: the upstream example ships a static dex user with password ``12341234``, a public OIDC client
 secret and a public oauth2-proxy cookie secret; anyone who has read the repository can sign in or
-forge sessions on a cluster that kept them. The values to refuse are
+forge sessions on a cluster that kept them. The values to refuse anywhere are
 ``components.catalog.kubeflow_manifests.PUBLIC_DEFAULT_SECRET_VALUES``; a freshly made bcrypt hash
-of the default password is refused too (it is a new hash of the same public password). Sign-in
-over plain HTTP sends that password and the session cookie in clear text, hence TLS on every host.
+of the default password is refused too (it is a new hash of the same public password). Upstream's
+database and object-store credentials (Katib's MySQL root password ``test``, Pipelines' MinIO
+``minio``/``minio123``, Pipelines' MySQL ``root`` with an empty password) are too common to refuse by
+value alone, so ``PUBLIC_DEFAULT_CREDENTIALS`` names the Secret and key each sits at. These Secrets
+come from the rendered kustomize Directory, which only the offline gate renders (and the CLI sees as
+the Directory's children). Sign-in over plain HTTP sends the password and the session cookie in
+clear text, hence TLS on every host.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from components.catalog.kubeflow_manifests import (
     DEFAULT_PASSWORD,
     DEFAULT_PASSWORD_HASH,
     DEX_PASSWORDS,
+    PUBLIC_DEFAULT_CREDENTIALS,
     PUBLIC_DEFAULT_SECRET_VALUES,
 )
 
@@ -48,6 +54,8 @@ _WHAT: Mapping[str, str] = {
 }
 _PASSWORD_KEY = next(iter(DEX_PASSWORDS.keys))  # DEX_USER_PASSWORD
 _BCRYPT = re.compile(r"^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$")
+# kustomize's secretGenerator appends a dash and a 10-character content hash to the name.
+_HASH_SUFFIX = re.compile(r"-[a-z0-9]{10}")
 
 
 @functools.lru_cache(maxsize=64)
@@ -61,8 +69,8 @@ def is_hash_of_default_password(value: str) -> bool:
         return False
 
 
-def _secret_values(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(key, plain value) from stringData and base64-decoded data; values unknown at preview are skipped.
+def _secret_values(props: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(block, key, plain value) from stringData and base64-decoded data; values unknown at preview are skipped.
 
     An unknown value comes from a computation (a RandomPassword, a config secret), never from a literal,
     so it cannot be a published default.
@@ -84,15 +92,35 @@ def _secret_values(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                     raw = base64.b64decode(raw, validate=True).decode()
                 except (binascii.Error, UnicodeDecodeError):
                     continue
-            yield f"{source}.{key}", raw
+            yield source, key, raw
+
+
+def is_named(name: str, secret: str) -> bool:
+    """``name`` is ``secret``, or ``secret`` with the content-hash suffix kustomize appends."""
+    return name == secret or (name.startswith(secret) and bool(_HASH_SUFFIX.fullmatch(name[len(secret) :])))
+
+
+# The public values too short or common to refuse anywhere (``test``, an empty password), checked where
+# upstream puts them; the long ones are refused by value wherever they appear (below).
+_AT_THEIR_KEYS = tuple(c for c in PUBLIC_DEFAULT_CREDENTIALS if c.value not in PUBLIC_DEFAULT_SECRET_VALUES)
 
 
 def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type not in SECRET_TYPES:
         return
     metadata = mapping(args.props.get("metadata"))
-    label = f"Secret {text(metadata.get('namespace')) or 'default'}/{text(metadata.get('name')) or args.name}"
-    for key, value in _secret_values(args.props):
+    name = text(metadata.get("name")) or args.name
+    label = f"Secret {text(metadata.get('namespace')) or 'default'}/{name}"
+    for source, item, value in _secret_values(args.props):
+        key = f"{source}.{item}"
+        for credential in _AT_THEIR_KEYS:
+            if credential.key == item and credential.value == value and is_named(name, credential.secret):
+                state = "empty" if value == "" else "the value published upstream"
+                report(
+                    f"{label} {key} is {credential.what}, {state} in kubeflow/manifests ({credential.source}); "
+                    "replace it with a generated secret and point its consumers at it",
+                    None,
+                )
         if value in PUBLIC_DEFAULT_SECRET_VALUES:
             what = _WHAT.get(value, "a secret value published in kubeflow/manifests")
             report(f"{label} {key} is {what}; anyone can read it upstream, so generate a new one", None)
@@ -106,8 +134,8 @@ def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> 
 
 kubeflow_no_public_credentials = ResourceValidationPolicy(
     name="kubeflow-no-public-credentials",
-    description="Secrets do not carry the dex password, OIDC client secret or cookie secret published in "
-    "kubeflow/manifests.",
+    description="Secrets do not carry a credential published in kubeflow/manifests (the dex password hash, OIDC "
+    "client secret and cookie secret anywhere; Katib's and Pipelines' database and MinIO defaults at their keys).",
     validate=_validate_secrets,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,

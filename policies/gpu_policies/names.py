@@ -14,6 +14,7 @@ from components.catalog.names import (
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
     GPU_MODELS_ANNOTATION,
+    GPU_OPERATOR_RESOURCE_PREFIX,
     HELM_RELEASE_TYPES,
     INGRESS_TYPES,
     NAMESPACE_TYPE,
@@ -21,6 +22,7 @@ from components.catalog.names import (
     NODE_GROUP_TYPE,
     NODE_PATCH_TYPE,
     SECRET_TYPES,
+    SERVICE_TYPES,
 )
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED as OPT_IN_VALUE
 from components.catalog.names import HOST_DRIVER_REMOVAL_LABEL as OPT_IN_LABEL
@@ -42,6 +44,7 @@ __all__ = [
     "DRIVER_VERSION_ANNOTATION",
     "GPU_MODELS_ANNOTATION",
     "GPU_MODEL_LABEL",
+    "GPU_OPERATOR_RESOURCE_PREFIX",
     "HELM_RELEASE_TYPES",
     "INGRESS_TYPES",
     "NAMESPACE_TYPE",
@@ -51,6 +54,7 @@ __all__ = [
     "OPT_IN_LABEL",
     "OPT_IN_VALUE",
     "SECRET_TYPES",
+    "SERVICE_TYPES",
     "pod_spec_path",
 ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 
 import bcrypt
+import pytest
 from pulumi_policy import EnforcementLevel
 
 from components.catalog.kubeflow_manifests import (
@@ -12,8 +13,11 @@ from components.catalog.kubeflow_manifests import (
     DEFAULT_OIDC_CLIENT_SECRET,
     DEFAULT_PASSWORD,
     DEFAULT_PASSWORD_HASH,
+    PUBLIC_DEFAULT_CREDENTIALS,
+    PUBLIC_DEFAULT_SECRET_VALUES,
+    PublicDefault,
 )
-from policies.gpu_policies.kubeflow import ingress_tls, kubeflow_no_public_credentials
+from policies.gpu_policies.kubeflow import ingress_tls, is_named, kubeflow_no_public_credentials
 from tests.policies.support import config_for, run_resource
 
 SECRET = "kubernetes:core/v1:Secret"
@@ -128,3 +132,72 @@ def test_every_host_needs_a_tls_entry_and_wildcards_cover_one_label() -> None:
 def test_an_exempt_ingress_is_skipped() -> None:
     config = config_for(ingress_tls, exemptIngresses=["istio-system/kubeflow"])
     assert run_resource(ingress_tls, INGRESS, _ingress(["kubeflow.example.com"], None), config=config).messages == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Upstream's database and MinIO defaults, refused where upstream puts them (the rendered Directory)
+
+
+# The short values (Katib's, Pipelines' MySQL and MinIO); the long ones are refused by value anywhere (above).
+AT_THEIR_KEYS = [c for c in PUBLIC_DEFAULT_CREDENTIALS if c.value not in PUBLIC_DEFAULT_SECRET_VALUES]
+
+
+@pytest.mark.parametrize("credential", AT_THEIR_KEYS, ids=lambda c: f"{c.secret}-{c.key}")
+def test_each_public_database_or_minio_default_is_refused_at_its_key(credential: PublicDefault) -> None:
+    for props in (
+        _secret("kubeflow", credential.secret, {credential.key: credential.value}),
+        _secret("kubeflow", credential.secret, data={credential.key: credential.value}),
+    ):
+        outcome = run_resource(kubeflow_no_public_credentials, SECRET, props)
+        assert len(outcome.messages) == 1, outcome.text
+        assert outcome.messages[0].startswith(f"Secret kubeflow/{credential.secret} ")
+        assert f".{credential.key} is {credential.what}" in outcome.text
+        assert credential.source in outcome.text
+
+
+def test_upstreams_katib_secret_as_kustomize_renders_it_is_refused() -> None:
+    # applications/katib/upstream/components/mysql/secret.yaml, as `kubectl kustomize` prints it.
+    props = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "katib-mysql-secrets", "namespace": "kubeflow"},
+        "type": "Opaque",
+        "data": {"MYSQL_ROOT_PASSWORD": "dGVzdA=="},
+    }
+    outcome = run_resource(kubeflow_no_public_credentials, SECRET, props)
+    assert outcome.messages == [
+        "Secret kubeflow/katib-mysql-secrets data.MYSQL_ROOT_PASSWORD is Katib's MySQL root password, the value "
+        "published upstream in kubeflow/manifests (applications/katib/upstream/components/mysql/secret.yaml); "
+        "replace it with a generated secret and point its consumers at it"
+    ]
+
+
+def test_the_empty_pipelines_mysql_password_is_refused_and_a_generated_one_passes() -> None:
+    empty = _secret("kubeflow", "mysql-secret", {"username": "root", "password": ""})
+    assert "is the Pipelines MySQL password (user root, empty password), empty in kubeflow/manifests" in (
+        run_resource(kubeflow_no_public_credentials, SECRET, empty).text
+    )
+    generated = _secret("kubeflow", "mysql-secret", {"username": "root", "password": "x7Kp2" * 6})
+    assert run_resource(kubeflow_no_public_credentials, SECRET, generated).messages == []
+
+
+def test_generated_minio_and_katib_credentials_pass() -> None:
+    minio = _secret("kubeflow", "mlpipeline-minio-artifact", {"accesskey": "pipelines", "secretkey": "Zq" * 20})
+    katib = _secret("kubeflow", "katib-mysql-secrets", data={"MYSQL_ROOT_PASSWORD": "k" * 32})
+    for props in (minio, katib):
+        assert run_resource(kubeflow_no_public_credentials, SECRET, props).messages == []
+
+
+def test_a_common_value_elsewhere_is_not_mistaken_for_a_default() -> None:
+    # "test" is only refused where upstream ships it: another Secret or another key may hold it.
+    props = _secret("team-a", "fixtures", {"MYSQL_ROOT_PASSWORD": "test", "password": ""})
+    assert run_resource(kubeflow_no_public_credentials, SECRET, props).messages == []
+    other_key = _secret("kubeflow", "katib-mysql-secrets", {"MYSQL_USER": "test"})
+    assert run_resource(kubeflow_no_public_credentials, SECRET, other_key).messages == []
+
+
+def test_a_hash_suffixed_generated_secret_name_is_recognised() -> None:
+    assert is_named("mlpipeline-minio-artifact-5c8fmt8k2h", "mlpipeline-minio-artifact")
+    assert not is_named("mlpipeline-minio-artifact-copy", "mlpipeline-minio-artifact")
+    props = _secret("kubeflow", "mlpipeline-minio-artifact-5c8fmt8k2h", {"secretkey": "minio123"})
+    assert len(run_resource(kubeflow_no_public_credentials, SECRET, props).messages) == 1

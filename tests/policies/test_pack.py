@@ -36,7 +36,7 @@ print(json.dumps(seen))
 def test_the_lists_hold_every_policy_once() -> None:
     names = [policy.name for policy in ALL_POLICIES]
     assert [*RESOURCE_POLICIES, *STACK_POLICIES] == ALL_POLICIES
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 19
     assert all(isinstance(p, ResourceValidationPolicy) for p in RESOURCE_POLICIES)
     assert all(isinstance(p, StackValidationPolicy) for p in STACK_POLICIES)
 
@@ -90,7 +90,10 @@ def test_schema_defaults_satisfy_their_own_schemas() -> None:
     document = {p.name: schema_defaults(p) for p in ALL_POLICIES if p.config_schema and schema_defaults(p)}
     assert set(document) == {
         "helm-repository-allowed",
+        "gpu-operator-images-allowed-registries",
         "privileged-workloads-allowlisted",
+        "host-network-allowlisted",
+        "external-services-allowlisted",
         "ingress-tls",
         "driver-supports-cuda",
     }

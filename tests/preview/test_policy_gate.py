@@ -1,15 +1,16 @@
-"""The offline pull-request gate: every policy over the real program's registrations.
+"""The offline pull-request gate: every policy over the real program's registrations and what they render.
 
 Every stack in the repository must pass; each seeded violation must fail the gate (and the
-preview's exit code); the per-stack policy config is honoured and validated like the CLI would.
+preview's exit code); the per-stack policy config is honoured and validated like the CLI would;
+findings about rendered objects say which release or Directory they came from.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,12 +23,17 @@ import yaml
 from pulumi_policy.proxy import unknown_checking_proxy
 
 import preview.policy_gate as gate
-from components.catalog.kubeflow_manifests import DEFAULT_OIDC_CLIENT_SECRET, DEFAULT_PASSWORD_HASH
+from components.catalog.kubeflow_manifests import (
+    DEFAULT_OIDC_CLIENT_SECRET,
+    DEFAULT_PASSWORD_HASH,
+    PUBLIC_DEFAULT_CREDENTIALS,
+)
 from components.catalog.mig import mig_gpu
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.names import NODE_GROUP_TYPE, OPT_IN_LABEL
 from preview.mocks import SECRET_MASK, Registration
 from preview.policy_gate import (
+    RENDER_CHECK,
     REPORT_NAME,
     GateResult,
     PolicyConfigError,
@@ -39,9 +45,18 @@ from preview.policy_gate import (
     verdict_table,
     write_report,
 )
+from preview.rendered import HELM_RELEASE, render_registrations
 from preview.runner import ProgramRun, run_program
 from preview.stack_file import available_stacks
 from tests.helpers import ROOT
+from tests.preview.support import (
+    KUBEFLOW_KEY,
+    OPERATOR_KEY,
+    expected_exit,
+    project_copy,
+    real_stack,
+    stack_config,
+)
 
 STACKS = available_stacks(ROOT)
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -68,6 +83,7 @@ def _new(result: GateResult, dev: ProgramRun) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_example_stack_passes_the_gate(stack: str) -> None:
+    # The stack as committed, rendered: its release with the pinned chart, its Directories with kustomize.
     run = run_program(stack)
     assert run.config_error is None, run.config_error
     result = run_gate(run)
@@ -78,7 +94,7 @@ def test_every_example_stack_passes_the_gate(stack: str) -> None:
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_cuda_check_is_active_for_every_example_stack(stack: str) -> None:
     # Each stack's policy config names the workloads' CUDA level, so the check really runs.
-    result = run_gate(run_program(stack))
+    result = evaluate(run_program(stack).registrations, load_policy_config(stack), stack=stack)
     assert "driver-supports-cuda" not in result.not_applicable
 
 
@@ -147,6 +163,14 @@ def _no_tls(inputs: dict[str, Any]) -> None:
     inputs["spec"].pop("tls")
 
 
+def _mirrored_driver(inputs: dict[str, Any]) -> None:
+    inputs["values"]["driver"]["repository"] = "registry.example.com/nvidia"
+
+
+def _host_network_exporter(inputs: dict[str, Any]) -> None:
+    inputs["values"]["dcgmExporter"]["hostNetwork"] = True
+
+
 _PRIVILEGED_DEBUG = {
     "metadata": {"name": "debug", "namespace": "team-a"},
     "spec": {
@@ -157,6 +181,10 @@ _PRIVILEGED_DEBUG = {
             }
         }
     },
+}
+_NODE_PORT = {
+    "metadata": {"name": "centraldashboard", "namespace": "kubeflow"},
+    "spec": {"type": "NodePort", "ports": [{"port": 80.0}], "selector": {"app": "centraldashboard"}},
 }
 _LATEST_JOB = {
     "metadata": {"name": "smoke", "namespace": "gpu-smoke"},
@@ -180,6 +208,13 @@ SEEDS: list[tuple[str, str, Callable[[ProgramRun], list[Registration]]]] = [
         lambda run: _added(run, "kubernetes:apps/v1:DaemonSet", "debug", _PRIVILEGED_DEBUG),
     ),
     ("container-image-tag-pinned", "latest", lambda run: _added(run, "kubernetes:batch/v1:Job", "smoke", _LATEST_JOB)),
+    ("gpu-operator-images-allowed-registries", "mirror", lambda run: _edit(run, RELEASE, _mirrored_driver)),
+    ("host-network-allowlisted", "host-network", lambda run: _edit(run, RELEASE, _host_network_exporter)),
+    (
+        "external-services-allowlisted",
+        "node-port",
+        lambda run: _added(run, "kubernetes:core/v1:Service", "dashboard", _NODE_PORT),
+    ),
 ]
 
 
@@ -211,7 +246,7 @@ def test_a_production_stack_with_preemptible_gpus_passes_with_advisories() -> No
     environment = {"name": "dev", "production": True, "owner": "ml-platform"}
     run = run_program("dev", overrides={"gpu-platform:environment": environment})
     assert run.config_error is None
-    result = run_gate(run)
+    result = evaluate(run.registrations, load_policy_config("dev"), stack="dev")
     assert not result.failed
     assert set(_new(result, run_program("dev"))) == {("production-gpu-nodes-not-preemptible", "advisory")}
 
@@ -275,15 +310,21 @@ def test_every_committed_policy_config_is_valid_and_names_a_stack(path: Path) ->
 # The report
 
 
-def test_the_report_is_sorted_deterministic_and_has_four_fields(dev: ProgramRun, tmp_path: Path) -> None:
+def test_the_report_is_sorted_deterministic_and_has_five_fields(dev: ProgramRun, tmp_path: Path) -> None:
     registrations = _edit(_as_run(_edit(dev, NODE_GROUP_TYPE, _no_taints)), RELEASE, _range_version)
-    first = write_report(evaluate(registrations), tmp_path / "a").read_text()
-    second = write_report(evaluate(list(reversed(registrations))), tmp_path / "b").read_text()
+    rendered = render_registrations(dev.by_type(HELM_RELEASE), ROOT)  # the pinned release (^26.7.0 is not rendered)
+    first = write_report(evaluate(registrations, rendered=rendered), tmp_path / "a").read_text()
+    second = write_report(evaluate(list(reversed(registrations)), rendered=rendered), tmp_path / "b").read_text()
     assert first == second
     report = json.loads(first)
-    assert all(set(entry) == {"policy", "enforcement", "resource", "message"} for entry in report)
-    assert report == sorted(report, key=lambda e: (e["policy"], e["enforcement"], e["resource"], e["message"]))
+    assert all(set(entry) == {"policy", "enforcement", "resource", "message", "origin"} for entry in report)
+    order = ("policy", "enforcement", "resource", "message", "origin")
+    assert report == sorted(report, key=lambda e: tuple(e[key] for key in order))
     assert {entry["policy"] for entry in report} >= {"gpu-node-group-noschedule-taint", "helm-chart-version-pinned"}
+    assert {entry["origin"] for entry in report} == {
+        "registered",
+        "rendered from kubernetes:helm.sh/v3:Release::gpu-operator-release",  # the operator's own pods (advisory)
+    }
 
 
 def _as_run(registrations: list[Registration]) -> ProgramRun:
@@ -352,28 +393,48 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=300,
     )
 
 
+def _without_kubeflow(stack: str = "dev") -> dict[str, Any]:
+    """The committed stack config with Kubeflow switched off: its Directories cannot fail these tests."""
+    config = stack_config(stack)
+    config[KUBEFLOW_KEY] = {**config[KUBEFLOW_KEY], "enabled": False}
+    return config
+
+
 def _project(tmp_path: Path, policy_config: Any) -> Path:
-    """A copy of the project (program and dev stack) with its own ``policies/config/dev.json``."""
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml"):
-        shutil.copy(ROOT / name, project / name)
-    (project / "policies" / "config").mkdir(parents=True)
-    (project / "policies" / "config" / "dev.json").write_text(json.dumps(policy_config))
-    return project
+    """A copy of the project (program and dev stack without Kubeflow) with its own ``policies/config/dev.json``."""
+    return project_copy(tmp_path, "dev", _without_kubeflow(), policy_config)
 
 
-def test_the_preview_writes_the_report_and_prints_the_verdicts(tmp_path: Path) -> None:
+def test_the_preview_writes_the_report_the_rendered_objects_and_prints_the_verdicts(tmp_path: Path) -> None:
     result = _cli("dev", "--out", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "dev" / REPORT_NAME).read_text())
-    assert [entry for entry in report if entry["enforcement"] == "mandatory"] == []
-    assert "Policies (16) for stack dev:" in result.stdout
-    assert f"policy gate passed: 0 mandatory, {len(report)} advisory violation(s)" in result.stdout
+    out = tmp_path / "dev"
+    assert result.returncode == expected_exit(out), result.stderr  # 3 exactly when the report has a mandatory finding
+    report = json.loads((out / REPORT_NAME).read_text())
+    assert f"Policies ({len(ALL_POLICIES)}) for stack dev:" in result.stdout
+    mandatory = sum(entry["enforcement"] == "mandatory" for entry in report)
+    verdict = "FAILED" if mandatory else "passed"
+    assert (
+        f"policy gate {verdict}: {mandatory} mandatory, {len(report) - mandatory} advisory violation(s)"
+        in result.stdout
+    )
+    assert "Rendered by the offline gate (rendered-output: " in result.stdout
+    rendered_release = len(list((out / "rendered" / "gpu-operator-release").glob("*.yaml")))
+    assert (
+        f"kubernetes:helm.sh/v3:Release::gpu-operator-release: {rendered_release} objects (helm template gpu-operator "
+        in result.stdout
+    )
+    cluster_policy = yaml.safe_load(
+        (out / "rendered" / "gpu-operator-release" / "clusterpolicy-cluster-policy.yaml").read_text()
+    )
+    assert cluster_policy["kind"] == "ClusterPolicy"
+    for entry in report:
+        if entry["origin"] != "registered":
+            assert entry["origin"].startswith("rendered from kubernetes:"), entry
+            assert f"{entry['resource']} ({entry['origin']}): " in result.stdout
 
 
 def test_a_mandatory_violation_makes_the_preview_exit_3(tmp_path: Path) -> None:
@@ -387,12 +448,83 @@ def test_a_mandatory_violation_makes_the_preview_exit_3(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "dev" / "resources.json").exists(), "the preview itself is still written"
 
 
+def _moved_driver(repository: str | None) -> dict[str, Any]:
+    config = _without_kubeflow()
+    if repository is not None:
+        config[OPERATOR_KEY] = {**config[OPERATOR_KEY], "extraValues": {"driver": {"repository": repository}}}
+    return config
+
+
+def test_extra_values_that_move_the_driver_to_another_registry_fail_the_preview(tmp_path: Path) -> None:
+    project = project_copy(tmp_path, "dev", _moved_driver("registry.example.com/nvidia"))
+    result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet")
+    assert result.returncode == 3, result.stdout + result.stderr
+    report = json.loads((tmp_path / "out" / "dev" / REPORT_NAME).read_text())
+    mandatory = [entry for entry in report if entry["enforcement"] == "mandatory"]
+    assert {entry["policy"] for entry in mandatory} == {"gpu-operator-images-allowed-registries"}
+    # The rendered ClusterPolicy (only the offline gate sees it) and the release's values (the CLI sees those too).
+    assert [(e["resource"], e["origin"]) for e in mandatory] == [
+        ("kubernetes:helm.sh/v3:Release::gpu-operator-release", "registered"),
+        (
+            "kubernetes:nvidia.com/v1:ClusterPolicy::cluster-policy",
+            "rendered from kubernetes:helm.sh/v3:Release::gpu-operator-release",
+        ),
+    ]
+    assert mandatory[1]["message"].startswith(
+        "ClusterPolicy cluster-policy spec.driver pulls registry.example.com/nvidia/driver:580.95.05, which is not "
+        "from an allowed registry (nvcr.io, registry.k8s.io)"
+    )
+    rendered = tmp_path / "out" / "dev" / "rendered" / "gpu-operator-release" / "clusterpolicy-cluster-policy.yaml"
+    assert yaml.safe_load(rendered.read_text())["spec"]["driver"]["repository"] == "registry.example.com/nvidia"
+
+
+def test_the_same_stack_with_the_driver_where_the_chart_puts_it_passes(tmp_path: Path) -> None:
+    for name, repository in (("default", None), ("explicit", "nvcr.io/nvidia")):
+        project = project_copy(tmp_path / name, "dev", _moved_driver(repository))
+        result = _cli("dev", "--root", str(project), "--out", str(tmp_path / name / "out"), "--quiet")
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_an_invalid_policy_config_makes_the_preview_exit_2(tmp_path: Path) -> None:
     project = _project(tmp_path, {"no-such-policy": "mandatory"})
     result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "error: stack dev: policy config dev.json: no-such-policy: no such policy" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_missing_tool_stops_the_preview_with_exit_1_and_says_make_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import preview.__main__ as cli
+    import preview.rendered as rendered_module
+
+    monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)  # no .tools/bin there
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    project = _project(tmp_path, {})
+    (project / ".upstream").symlink_to(ROOT / ".upstream")
+    assert cli.main(["dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "error: stack dev: helm is not in .tools/bin nor on PATH" in err and "run `make tools`" in err
+    assert "Traceback" not in err
+
+
+def test_each_render_runs_once_per_preview(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import preview.__main__ as cli
+    import preview.rendered as rendered_module
+
+    commands: list[str] = []
+    real_run = subprocess.run
+
+    def counting(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        commands.append(f"{Path(command[0]).name} {command[1]}")
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(rendered_module.subprocess, "run", counting)
+    project = project_copy(tmp_path, "dev", stack_config("dev"))  # Kubeflow on: two Directories and the release
+    code = cli.main(["dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet"])
+    assert code == expected_exit(tmp_path / "out" / "dev")
+    assert sorted(commands) == ["helm template", "kubectl kustomize", "kubectl kustomize"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -416,7 +548,9 @@ def test_the_programs_host_driver_hand_over_satisfies_the_policies() -> None:
     run = run_program("dev", overrides={"gpu-platform:nodeGroups": groups})
     assert run.config_error is None, run.config_error
     assert any(r.type == "kubernetes:apps/v1:DaemonSet" for r in run.registrations)
-    result = run_gate(run)
+    # The operator release rendered too (its values change with the hand-over); Kubeflow's Directories do not.
+    rendered = render_registrations(run.by_type(HELM_RELEASE), ROOT)
+    result = evaluate(run.registrations, load_policy_config("dev"), stack="dev", rendered=rendered)
     assert result.mandatory == [], verdict_table(result)
     assert "host-driver-removal-required" not in result.not_applicable
 
@@ -428,3 +562,44 @@ def test_a_policy_that_does_not_apply_is_reported_with_its_reason(dev: ProgramRu
     assert result.not_applicable["host-driver-removal-required"] == (
         "no node group with a preinstalled driver under an operator that installs one"
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The real program's renders (Kubeflow on the pinned tree)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_gate_reports_exactly_the_public_credentials_the_real_kubeflow_render_holds(stack: str) -> None:
+    # Whatever the overlay still ships from upstream is found, and nothing else; once the program replaces
+    # every upstream default, the expectation (and the finding list) is empty.
+    run, rendered = real_stack(stack)
+    result = evaluate(run.registrations, load_policy_config(stack), stack=stack, rendered=rendered)
+    secrets = [o for o in rendered.objects if o.manifest["kind"] == "Secret" and o.name.startswith("kubeflow/")]
+    assert secrets, "the render holds Kubeflow's Secrets, so the check is not vacuous"
+    expected = set()
+    for obj in secrets:
+        values = {key: base64.b64decode(value).decode() for key, value in (obj.manifest.get("data") or {}).items()}
+        values.update(obj.manifest.get("stringData") or {})
+        for credential in PUBLIC_DEFAULT_CREDENTIALS:
+            if obj.manifest["metadata"]["name"] == credential.secret and values.get(credential.key) == credential.value:
+                expected.add((f"kubernetes:core/v1:Secret::{obj.name}", credential.key))
+    found = {
+        (f.resource, f.message.split(" is ")[0].rsplit(".", 1)[1])
+        for f in result.findings
+        if f.policy == "kubeflow-no-public-credentials"
+        and f.origin == "rendered from kubernetes:kustomize/v2:Directory::kubeflow-platform"
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_real_renders_break_no_rule_but_the_known_upstream_ones(stack: str) -> None:
+    # The new rules hold for what the real chart and the real Kubeflow tree render: only the public
+    # credentials (until the program replaces them) and the overlay that does not build yet are mandatory.
+    run, rendered = real_stack(stack)
+    result = evaluate(run.registrations, load_policy_config(stack), stack=stack, rendered=rendered)
+    kinds = {(f.policy, f.resource if f.policy == RENDER_CHECK else "") for f in result.mandatory}
+    assert kinds <= {
+        ("kubeflow-no-public-credentials", ""),
+        (RENDER_CHECK, "kubernetes:kustomize/v2:Directory::kubeflow-crds-and-namespaces"),
+    }, verdict_table(result)
