@@ -834,3 +834,8 @@ OAUTH2_PROXY_PARAMETERS_CONFIGMAP = "oauth2-proxy-parameters"
 # common/user-namespace/base: the example Profile and the generated ConfigMap it is filled from.
 USER_PROFILE_NAME = "kubeflow-user-example-com"
 USER_NAMESPACE_CONFIGMAP = "default-install-config"
+
+
+#: The namespaces the v1.10.2 install creates (cert-manager's only when the program installs it).
+KUBEFLOW_SYSTEM_NAMESPACES: tuple[str, ...] = ("auth", "istio-system", "knative-serving", "kubeflow", "oauth2-proxy")
+CERT_MANAGER_NAMESPACE = "cert-manager"

@@ -61,9 +61,9 @@ class KubeflowArgs:
 
 def kubeflow_namespaces(install_cert_manager: bool) -> list[str]:
     """The namespaces the upstream install creates (cert-manager's only when we install it)."""
-    names = ["auth", "istio-system", "knative-serving", "kubeflow", "oauth2-proxy"]
+    names = list(km.KUBEFLOW_SYSTEM_NAMESPACES)
     if install_cert_manager:
-        names.append("cert-manager")
+        names.append(km.CERT_MANAGER_NAMESPACE)
     return sorted(names)
 
 

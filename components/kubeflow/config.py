@@ -7,18 +7,18 @@ secret config keys (``pulumi config set --secret``), read with ``require_secret`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from pydantic import Field
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
 from components.catalog import kubeflow_manifests as km
-from components.catalog.kubernetes import dns_label_problem
+from components.catalog.kubernetes import dns_label_problem, email_problem, hostname_problem, quantity_problem
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.overlay import KubeflowOverlayError, KubeflowOverlaySpec
 
-_SECRET_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_SECRET_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}\Z")
 
 
 class DexConfig(ConfigModel):
@@ -98,23 +98,74 @@ class KubeflowConfig(ConfigModel):
             keys.add(self.oidc_client_secret_key)
         return keys
 
-    def problems(self, path: str) -> Iterator[Problem]:
-        """Overlay refusals mapped to their config keys, plus names and keys."""
+    def problems(self, path: str, program_keys: Collection[str] = ()) -> Iterator[Problem]:
+        """Overlay refusals mapped to their config keys, plus names, hosts, emails, quotas and secret keys."""
+        overlay_key = None
         try:
             self.overlay_spec()
         except KubeflowOverlayError as error:
-            yield Problem(join_path(path, _key_of(str(error))), str(error))
-        for key in sorted(self.secret_keys()):
+            overlay_key = _key_of(str(error))
+            yield Problem(join_path(path, overlay_key), str(error))
+        secret_keys = (
+            (join_path(path, "dex", "passwordHashSecret"), self.dex.password_hash_secret),
+            (join_path(path, "oidcClientSecretKey"), self.oidc_client_secret_key),
+        )
+        for key_path, key in secret_keys:
+            if key is None:
+                continue
             if not _SECRET_KEY.match(key):
-                yield Problem(path, f"secret config key name {key!r} must start with a letter")
-        seen: set[str] = set()
-        for index, profile in enumerate(self.profiles):
-            problem = dns_label_problem(profile.name)
-            if problem:
-                yield Problem(join_path(path, "profiles", index, "name"), problem)
-            if profile.name in seen:
-                yield Problem(join_path(path, "profiles", index, "name"), f"profile {profile.name!r} is listed twice")
-            seen.add(profile.name)
+                yield Problem(
+                    key_path, f"secret config key name {key!r} must start with a letter (letters, digits, '_', '-')"
+                )
+            elif key in program_keys:
+                yield Problem(key_path, f"{key!r} is a program setting of its own, not a secret key; name another key")
+        if len(self.manifests_path) > MAX_PATH:
+            yield Problem(join_path(path, "manifestsPath"), f"is longer than {MAX_PATH} characters")
+        host_problem = hostname_problem(self.ingress.host) if overlay_key != "ingress.host" else None
+        if host_problem:
+            yield Problem(join_path(path, "ingress", "host"), host_problem)
+        email = email_problem(self.dex.email)
+        if email:
+            yield Problem(join_path(path, "dex", "email"), email)
+        yield from _profile_problems(self.profiles, join_path(path, "profiles"))
+
+
+#: Namespaces a Profile may not take: Kubernetes' own and the ones the Kubeflow install uses.
+RESERVED_NAMESPACES = frozenset(
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        km.CERT_MANAGER_NAMESPACE,
+        *km.KUBEFLOW_SYSTEM_NAMESPACES,
+    }
+)
+MAX_PATH = 4096  #: PATH_MAX of Linux
+
+
+def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for index, profile in enumerate(profiles):
+        here = join_path(path, index)
+        problem = dns_label_problem(profile.name)
+        if problem:
+            yield Problem(join_path(here, "name"), problem)
+        elif profile.name in RESERVED_NAMESPACES:
+            yield Problem(
+                join_path(here, "name"),
+                f"{profile.name!r} is a namespace of Kubernetes or the Kubeflow install; a team needs its own",
+            )
+        if profile.name in seen:
+            yield Problem(join_path(here, "name"), f"profile {profile.name!r} is listed twice")
+        seen.add(profile.name)
+        owner = email_problem(profile.owner)
+        if owner:
+            yield Problem(join_path(here, "owner"), f"{owner}: Kubeflow matches the owner to the dex login email")
+        for resource, quantity in profile.resource_quota.items():
+            quantity_issue = quantity_problem(quantity)
+            if quantity_issue:
+                yield Problem(join_path(here, "resourceQuota", resource), quantity_issue)
 
 
 _KEYS: tuple[tuple[str, str], ...] = (

@@ -119,7 +119,24 @@ class StackConfig(ConfigModel):
         pool_names += [node.name for node in self.bare_metal.nodes] if self.bare_metal else []
         yield from self.smoke_test.problems("smokeTest", pool_names)
         if self.kubeflow is not None and self.kubeflow.enabled:
-            yield from self.kubeflow.problems("kubeflow")
+            yield from self.kubeflow.problems("kubeflow", program_keys=top_level_keys())
+        yield from self._secret_key_problems()
+
+    def _secret_key_problems(self) -> Iterator[Problem]:
+        """A key that names a secret must be a key of its own: not empty, not one of the program's settings."""
+        named: list[tuple[str, str | None]] = []
+        if isinstance(self.cluster, BareMetalClusterConfig):
+            named.append(("cluster.kubeconfigSecret", self.cluster.kubeconfig_secret))
+        if self.bare_metal is not None:
+            named.append(("bareMetal.ssh.privateKeySecret", self.bare_metal.ssh.private_key_secret))
+            if self.bare_metal.ssh.bastion is not None:
+                named.append(("bareMetal.ssh.bastion.privateKeySecret", self.bare_metal.ssh.bastion.private_key_secret))
+        program = set(top_level_keys())
+        for path, key in named:
+            if key is not None and not key:
+                yield Problem(path, "must name a secret config key (set with pulumi config set --secret <key>)")
+            elif key in program:
+                yield Problem(path, f"{key!r} is a program setting of its own, not a secret key; name another key")
         yield from self.observability.problems("observability")
 
 
