@@ -409,6 +409,25 @@ def evaluate(
     return result
 
 
+def cuda_drift(config: Mapping[str, Any], cuda: Mapping[str, Any]) -> str | None:
+    """Why the policy config's CUDA level differs from the stack's, or None.
+
+    ``pulumi preview --policy-pack`` reads the level from ``policies/config/<stack>.json`` (a policy
+    cannot read the program's config), so the level is written twice; the gate refuses a drift
+    between the two instead of checking the fleet against a stale level.
+    """
+    settings = config.get("driver-supports-cuda")
+    if not isinstance(settings, Mapping):
+        return None
+    for setting, key in (("requiredCuda", "version"), ("cudaCheck", "check")):
+        if setting in settings and key in cuda and str(settings[setting]) != str(cuda[key]):
+            return (
+                f"driver-supports-cuda.{setting} is {settings[setting]!r} but the stack's cuda.{key} is "
+                f"{cuda[key]!r}; set them equal (the CLI policy run reads this file)"
+            )
+    return None
+
+
 def run_gate(run: ProgramRun, root: Path = REPO_ROOT, rendered: Rendered | None = None) -> GateResult:
     """Every policy over one offline run and what it renders (rendered here unless given), with the stack's config.
 
@@ -416,6 +435,9 @@ def run_gate(run: ProgramRun, root: Path = REPO_ROOT, rendered: Rendered | None 
     pinned chart is missing.
     """
     config = load_policy_config(run.stack, root)
+    drift = cuda_drift(config, run.outputs.get("cuda") or {})
+    if drift:
+        raise PolicyConfigError(f"{config_path(run.stack, root).name}: {drift}")
     return evaluate(
         run.registrations, config, stack=run.stack, rendered=render_program(run) if rendered is None else rendered
     )

@@ -603,3 +603,30 @@ def test_the_real_renders_break_no_rule_but_the_known_upstream_ones(stack: str) 
         ("kubeflow-no-public-credentials", ""),
         (RENDER_CHECK, "kubernetes:kustomize/v2:Directory::kubeflow-crds-and-namespaces"),
     }, verdict_table(result)
+
+
+def test_a_policy_config_whose_cuda_level_drifts_from_the_stack_is_refused(dev: ProgramRun) -> None:
+    from preview.policy_gate import cuda_drift
+
+    cuda = dev.outputs["cuda"]
+    assert (
+        cuda_drift({"driver-supports-cuda": {"requiredCuda": cuda["version"], "cudaCheck": cuda["check"]}}, cuda)
+        is None
+    )
+    drift = cuda_drift({"driver-supports-cuda": {"requiredCuda": "12.4"}}, cuda)
+    assert drift == (
+        f"driver-supports-cuda.requiredCuda is '12.4' but the stack's cuda.version is {cuda['version']!r}; "
+        "set them equal (the CLI policy run reads this file)"
+    )
+
+
+def test_the_preview_exits_2_when_the_policy_config_drifts(tmp_path: Path) -> None:
+    for name in ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml", ".upstream"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / "policies" / "config").mkdir(parents=True)
+    (tmp_path / "policies" / "config" / "dev.json").write_text('{"driver-supports-cuda": {"requiredCuda": "12.4"}}')
+    result = _cli("dev", "--root", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet")
+    assert result.returncode == 2, result.stderr
+    assert (
+        "dev.json: driver-supports-cuda.requiredCuda is '12.4' but the stack's cuda.version is '12.6'" in result.stderr
+    )
