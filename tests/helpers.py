@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +76,11 @@ def refusal(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(StackConfigError) as caught:
         plan_raw(raw)
     return [str(problem) for problem in caught.value.problems]
+
+
+def preview_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``python -m preview ARGS`` in a fresh interpreter, as a user runs it (stdout, stderr and exit code)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "preview", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )

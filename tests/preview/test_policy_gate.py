@@ -10,9 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -48,7 +46,7 @@ from preview.policy_gate import (
 from preview.rendered import HELM_RELEASE, render_registrations
 from preview.runner import ProgramRun, run_program
 from preview.stack_file import available_stacks
-from tests.helpers import ROOT
+from tests.helpers import ROOT, preview_cli
 from tests.preview.support import (
     KUBEFLOW_KEY,
     OPERATOR_KEY,
@@ -385,18 +383,6 @@ def _changed(inputs: dict[str, Any], change: Callable[[dict[str, Any]], None]) -
 # The preview CLI: report file, verdict table, exit codes
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "preview", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def _without_kubeflow(stack: str = "dev") -> dict[str, Any]:
     """The committed stack config with Kubeflow switched off: its Directories cannot fail these tests."""
     config = stack_config(stack)
@@ -410,7 +396,7 @@ def _project(tmp_path: Path, policy_config: Any) -> Path:
 
 
 def test_the_preview_writes_the_report_the_rendered_objects_and_prints_the_verdicts(tmp_path: Path) -> None:
-    result = _cli("dev", "--out", str(tmp_path))
+    result = preview_cli("dev", "--out", str(tmp_path))
     out = tmp_path / "dev"
     assert result.returncode == expected_exit(out), result.stderr  # 3 exactly when the report has a mandatory finding
     report = json.loads((out / REPORT_NAME).read_text())
@@ -438,13 +424,15 @@ def test_the_preview_writes_the_report_the_rendered_objects_and_prints_the_verdi
 
 
 def test_a_mandatory_violation_makes_the_preview_exit_3(tmp_path: Path) -> None:
-    project = _project(tmp_path, {"driver-supports-cuda": {"requiredCuda": "13.1"}})
-    result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet")
+    # The policy config makes the (advisory) digest-pinning rule mandatory; the dev images carry tags only.
+    project = _project(tmp_path, {"container-image-digest-pinned": "mandatory"})
+    result = preview_cli("dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet")
     assert result.returncode == 3, result.stdout + result.stderr
     report = json.loads((tmp_path / "out" / "dev" / REPORT_NAME).read_text())
-    mandatory = [entry["policy"] for entry in report if entry["enforcement"] == "mandatory"]
-    assert mandatory == ["driver-supports-cuda"]
-    assert f"policy gate FAILED: 1 mandatory, {len(report) - 1} advisory violation(s)" in result.stderr
+    mandatory = {entry["policy"] for entry in report if entry["enforcement"] == "mandatory"}
+    assert mandatory == {"container-image-digest-pinned"}
+    count = sum(entry["enforcement"] == "mandatory" for entry in report)
+    assert f"policy gate FAILED: {count} mandatory, {len(report) - count} advisory violation(s)" in result.stderr
     assert (tmp_path / "out" / "dev" / "resources.json").exists(), "the preview itself is still written"
 
 
@@ -457,7 +445,7 @@ def _moved_driver(repository: str | None) -> dict[str, Any]:
 
 def test_extra_values_that_move_the_driver_to_another_registry_fail_the_preview(tmp_path: Path) -> None:
     project = project_copy(tmp_path, "dev", _moved_driver("registry.example.com/nvidia"))
-    result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet")
+    result = preview_cli("dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet")
     assert result.returncode == 3, result.stdout + result.stderr
     report = json.loads((tmp_path / "out" / "dev" / REPORT_NAME).read_text())
     mandatory = [entry for entry in report if entry["enforcement"] == "mandatory"]
@@ -481,13 +469,13 @@ def test_extra_values_that_move_the_driver_to_another_registry_fail_the_preview(
 def test_the_same_stack_with_the_driver_where_the_chart_puts_it_passes(tmp_path: Path) -> None:
     for name, repository in (("default", None), ("explicit", "nvcr.io/nvidia")):
         project = project_copy(tmp_path / name, "dev", _moved_driver(repository))
-        result = _cli("dev", "--root", str(project), "--out", str(tmp_path / name / "out"), "--quiet")
+        result = preview_cli("dev", "--root", str(project), "--out", str(tmp_path / name / "out"), "--quiet")
         assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_an_invalid_policy_config_makes_the_preview_exit_2(tmp_path: Path) -> None:
     project = _project(tmp_path, {"no-such-policy": "mandatory"})
-    result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"))
+    result = preview_cli("dev", "--root", str(project), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "error: stack dev: policy config dev.json: no-such-policy: no such policy" in result.stderr
     assert "Traceback" not in result.stderr
@@ -625,7 +613,7 @@ def test_the_preview_exits_2_when_the_policy_config_drifts(tmp_path: Path) -> No
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / "policies" / "config").mkdir(parents=True)
     (tmp_path / "policies" / "config" / "dev.json").write_text('{"driver-supports-cuda": {"requiredCuda": "12.4"}}')
-    result = _cli("dev", "--root", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet")
+    result = preview_cli("dev", "--root", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet")
     assert result.returncode == 2, result.stderr
     assert (
         "dev.json: driver-supports-cuda.requiredCuda is '12.4' but the stack's cuda.version is '12.6'" in result.stderr

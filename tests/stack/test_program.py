@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +12,7 @@ import yaml
 from preview.render import preview_files
 from preview.runner import run_program
 from preview.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
-from tests.helpers import ROOT
+from tests.helpers import ROOT, preview_cli
 from tests.preview.support import expected_exit
 
 STACKS = available_stacks(ROOT)
@@ -66,20 +63,8 @@ def test_dev_node_group_outputs_tell_how_to_schedule() -> None:
     ]["tolerations"]
 
 
-def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "preview", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_cli_writes_the_preview(tmp_path: Path) -> None:
-    result = _cli("dev", "--out", str(tmp_path))
+    result = preview_cli("dev", "--out", str(tmp_path))
     assert result.returncode == expected_exit(tmp_path / "dev"), result.stderr  # the gate's verdict: tests/preview
     assert "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup  gpu-v100-group" in result.stdout
     resources = json.loads((tmp_path / "dev" / "resources.json").read_text())
@@ -102,7 +87,7 @@ def test_cli_refuses_an_invalid_config_without_traceback(tmp_path: Path) -> None
     config["gpu-platform:nodeGroups"]["v100"]["resources"]["gpus"] = 3
     config["gpu-platform:nodeGroupz"] = {}
     project = _project_copy(tmp_path, config)
-    result = _cli("dev", "--root", str(project), "--out", str(tmp_path / "out"))
+    result = preview_cli("dev", "--root", str(project), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "nodeGroups.v100.resources.gpus: 3 is not offered on gpu-standard-v2; allowed: 1, 2, 4, 8" in result.stderr
     assert "nodeGroupz: unknown config key" in result.stderr
@@ -116,11 +101,11 @@ def test_preview_announces_a_node_group_replacement(tmp_path: Path) -> None:
     config["gpu-platform:nodeGroups"]["v100"]["hostDriverRemoval"] = True
     project = _project_copy(tmp_path, config)
     out = tmp_path / "out"
-    assert _cli("dev", "--root", str(project), "--out", str(out)).returncode == expected_exit(out / "dev")
+    assert preview_cli("dev", "--root", str(project), "--out", str(out)).returncode == expected_exit(out / "dev")
     config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc"
     del config["gpu-platform:nodeGroups"]["v100"]["hostDriverRemoval"]
     (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": config}))
-    result = _cli("dev", "--root", str(project), "--out", str(out))
+    result = preview_cli("dev", "--root", str(project), "--out", str(out))
     assert result.returncode == expected_exit(out / "dev"), result.stderr
     assert "REPLACE gpu-v100-group: gpuEnvironment 'runc_drivers_cuda' -> 'runc'" in result.stdout
     assert "create-before-delete" in result.stdout
@@ -130,7 +115,7 @@ def test_two_previews_write_byte_identical_files(tmp_path: Path) -> None:
     """Deterministic output: no timestamps, no random names, policy report included."""
     first, second = tmp_path / "a", tmp_path / "b"
     for out in (first, second):
-        result = _cli("--quiet", "--out", str(out))
+        result = preview_cli("--quiet", "--out", str(out))
         assert result.returncode == max(expected_exit(out / stack) for stack in STACKS), result.stderr
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
