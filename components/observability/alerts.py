@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from components.catalog import observability as facts
 from components.catalog.names import GPU_NODE_LABEL
 from components.catalog.node_agent import REASON_LABEL, STATE_LABEL, Reason, State
-
-if TYPE_CHECKING:  # the config imports ALERT_NAMES from here; only the type goes the other way
-    from components.observability.config import AlertOverride
+from components.observability.overrides import AlertOverride
 
 RUNBOOK_DOC = "docs/runbooks.md"
 GPU_LABELS = f"{facts.DCGM_NODE_LABEL}, {facts.DCGM_GPU_LABEL}"

@@ -18,10 +18,10 @@ from components.base.config_model import ConfigModel, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import dns_label_problem
 from components.observability.alerts import ALERT_NAMES, THRESHOLDS
+from components.observability.overrides import AlertOverride
 
 #: A Prometheus duration as rule files take it (``30s``, ``5m``, ``1h30m``).
 _DURATION = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
-Severity = Literal["critical", "warning", "info"]
 
 
 def duration_problem(value: str) -> str | None:
@@ -29,15 +29,6 @@ def duration_problem(value: str) -> str | None:
     if value == "0" or (value and _DURATION.match(value)):
         return None
     return f"{value!r} is not a Prometheus duration like 30s, 5m or 1h30m"
-
-
-class AlertOverride(ConfigModel):
-    """One alert's settings; unset keys keep the alert's default."""
-
-    enabled: bool | None = None
-    for_: str | None = Field(default=None, alias="for", description="how long the condition must hold")
-    severity: Severity | None = None
-    threshold: float | None = Field(default=None, description="the alert's own threshold (see docs/runbooks.md)")
 
 
 class MetricsConfig(ConfigModel):
