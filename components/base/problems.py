@@ -20,7 +20,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        """One line, whatever the config held: control characters in the path or message are escaped."""
+        return f"{_one_line(self.path)}: {_one_line(self.message)}"
 
 
 class StackConfigError(pulumi.RunError):
@@ -37,13 +38,21 @@ class StackConfigError(pulumi.RunError):
 
 
 def join_path(*parts: object) -> str:
-    """Join key path parts: ("nodeGroups", "v100", 0) -> "nodeGroups.v100[0]"."""
+    """Join key path parts: ("nodeGroups", "v100", 0) -> "nodeGroups.v100[0]".
+
+    A key that is empty, has surrounding blanks or control characters is shown quoted (``'\\n'``), so a
+    path always reads as one line and names the key the user really wrote.
+    """
     path = ""
     for part in parts:
         if isinstance(part, int):
             path += f"[{part}]"
-        elif path:
-            path += f".{part}"
-        else:
-            path = str(part)
+            continue
+        text = str(part)
+        shown = text if text and text.isprintable() and text.strip() == text else repr(text)
+        path = f"{path}.{shown}" if path else shown
     return path
+
+
+def _one_line(text: str) -> str:
+    return text if "\n" not in text and "\r" not in text else text.replace("\r", "\\r").replace("\n", "\\n")
