@@ -1,7 +1,7 @@
 """Labels on existing bare-metal nodes, through server-side apply with one fixed field manager.
 
-``NodePatch`` owns exactly the labels it sets: deleting it (or dropping a label from config)
-removes those labels and leaves every other manager's labels alone.
+``NodePatch`` owns exactly the labels (and annotations) it sets: deleting it (or dropping a label from
+config) removes those labels and leaves every other manager's labels alone.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ import pulumi_kubernetes as k8s
 
 from components.bare_metal.config import BareMetalNode
 from components.catalog.names import (
+    DECLARED_TAINTS_ANNOTATION,
     FIELD_MANAGER,
     GPU_MODEL_LABEL,
     GPU_NODE_LABEL,
     NODE_GROUP_LABEL,
     PATCH_FIELD_MANAGER_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
+    UNTAINTED_ACCEPTED_ANNOTATION,
 )
 
 
@@ -27,6 +29,19 @@ def bare_metal_labels(node: BareMetalNode) -> dict[str, str]:
     labels = {GPU_NODE_LABEL: "true", GPU_MODEL_LABEL: node.gpu_model, NODE_GROUP_LABEL: node.pool}
     labels.update(node.labels)
     return dict(sorted(labels.items()))
+
+
+def declared_taint_annotations(node: BareMetalNode) -> dict[str, str]:
+    """The node's declared taints (and an accepted opt-out) as annotations the policy pack reads.
+
+    The taints themselves are the kubelet's (``--register-with-taints``) or an administrator's: the
+    program does not write ``spec.taints`` (see ``DECLARED_TAINTS_ANNOTATION``), but it records what the
+    config declares so that a reviewer's policy run checks bare-metal GPU nodes as it checks node groups.
+    """
+    annotations = {DECLARED_TAINTS_ANNOTATION: ",".join(node.taints)}
+    if node.allow_untainted:
+        annotations[UNTAINTED_ACCEPTED_ANNOTATION] = "true"
+    return annotations
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,7 @@ class NodeLabelsArgs:
 
     labels: dict[str, dict[str, str]]
     provider: k8s.Provider
+    annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # per node name, beside the patch's own
     field_manager: str = FIELD_MANAGER
     force: bool = False
     depends_on: list[pulumi.Resource] = field(default_factory=list)
@@ -54,10 +70,11 @@ class BareMetalNodeLabels(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodeLabelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-platform:baremetal:NodeLabels", name, None, opts)
         self.patches = {}
-        annotations = {PATCH_FIELD_MANAGER_ANNOTATION: args.field_manager}
+        patch_annotations = {PATCH_FIELD_MANAGER_ANNOTATION: args.field_manager}
         if args.force:
-            annotations[PATCH_FORCE_ANNOTATION] = "true"
+            patch_annotations[PATCH_FORCE_ANNOTATION] = "true"
         for node_name, labels in args.labels.items():
+            annotations = dict(sorted({**args.annotations.get(node_name, {}), **patch_annotations}.items()))
             self.patches[node_name] = k8s.core.v1.NodePatch(
                 f"{name}-{node_name}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(

@@ -40,6 +40,13 @@ PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"
 # (cli-utils dependency graph; pulumi-kubernetes docs, yaml/v2 ConfigFile "Explicit Dependency Ordering").
 DEPENDS_ON_ANNOTATION: Final = "config.kubernetes.io/depends-on"
 
+# Bare-metal nodes record the taints their config declares, so the policy pack checks GPU nodes of both kinds.
+# The program never writes ``spec.taints``: core/v1 NodeSpec.taints carries no list-map markers, so
+# server-side apply treats it as one atomic value (Kubernetes docs, "Server-Side Apply", merge strategy) and a
+# patch would take the whole list over from kubelet --register-with-taints and the node lifecycle controller. Annotations are a map, so the NodePatch owns exactly these two keys.
+DECLARED_TAINTS_ANNOTATION: Final = f"{PREFIX}declared-taints"  # "key=value:Effect,..." as in the config
+UNTAINTED_ACCEPTED_ANNOTATION: Final = f"{PREFIX}untainted-accepted"  # "true": bareMetal allowUntainted
+
 # The GPU Operator namespace records the driver facts for the policy pack.
 DRIVER_OWNER_ANNOTATION: Final = f"{PREFIX}driver-owner"
 DRIVER_VERSION_ANNOTATION: Final = f"{PREFIX}driver-version"

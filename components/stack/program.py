@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 import pulumi
 
 from components.bare_metal.host_preparation import HostPreparation, HostPreparationArgs
-from components.bare_metal.node_labels import BareMetalNodeLabels, NodeLabelsArgs, bare_metal_labels
+from components.bare_metal.node_labels import (
+    BareMetalNodeLabels,
+    NodeLabelsArgs,
+    bare_metal_labels,
+    declared_taint_annotations,
+)
 from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
 from components.catalog.names import MIG_FIELD_MANAGER
@@ -207,6 +212,7 @@ def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[p
         "gpu-nodes",
         NodeLabelsArgs(
             labels={node.name: bare_metal_labels(node) for node in bare_metal.nodes},
+            annotations={node.name: declared_taint_annotations(node) for node in bare_metal.nodes},
             provider=platform.access.provider,
         ),
     )

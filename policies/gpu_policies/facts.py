@@ -16,14 +16,17 @@ from components.catalog import gpu_operator_chart as chart
 from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
 
 from .names import (
+    DECLARED_TAINTS_ANNOTATION,
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
     GPU_MODELS_ANNOTATION,
+    GPU_NODE_LABEL,
     HELM_RELEASE_TYPES,
     NAMESPACE_TYPE,
     NODE_GROUP_TYPE,
     NODE_PATCH_TYPE,
+    UNTAINTED_ACCEPTED_ANNOTATION,
 )
 from .props import get, items, mapping, number, plain, string_map, text
 
@@ -152,22 +155,45 @@ def read_operator_release(props: Mapping[str, Any], name: str, urn: str = "") ->
 
 @dataclass(frozen=True)
 class NodePatch:
-    """A bare-metal node the program labels (and may taint) through a NodePatch."""
+    """A bare-metal node the program labels through a NodePatch, with the taints its config declares.
+
+    The program records a node's declared taints in an annotation (it never writes ``spec.taints``, see
+    ``components.catalog.names.DECLARED_TAINTS_ANNOTATION``); a patch that does set ``spec.taints`` is read too.
+    """
 
     name: str
     urn: str
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
+    taint_errors: tuple[str, ...] = ()
+    declares_taints: bool = False  # the declared-taints annotation is present (even empty)
+    untainted_accepted: bool = False
+
+    @property
+    def is_gpu_node(self) -> bool:
+        """The program's GPU-node label says so (the MIG-label patch of the same node carries none)."""
+        return self.labels.get(GPU_NODE_LABEL) == "true"
 
 
 def read_node_patch(props: Mapping[str, Any], name: str, urn: str = "") -> NodePatch:
-    """A NodePatch from its props (``spec.taints`` are objects, not strings)."""
+    """A NodePatch from its props (``spec.taints`` are objects; declared taints are ``key=value:Effect`` text)."""
     taints = []
     for entry in items(get(props, "spec", "taints")):
         key, effect = text(get(entry, "key")), text(get(entry, "effect"))
         if key and effect:
             taints.append(Taint(key, text(get(entry, "value")), effect))
-    return NodePatch(name, urn, string_map(get(props, "metadata", "labels")), tuple(taints))
+    annotations = string_map(get(props, "metadata", "annotations"))
+    declared = annotations.get(DECLARED_TAINTS_ANNOTATION)
+    parsed, errors = parse_taints(entry for entry in (declared or "").split(",") if entry)
+    return NodePatch(
+        name,
+        urn,
+        string_map(get(props, "metadata", "labels")),
+        tuple(taints + [taint for taint in parsed if taint not in taints]),
+        tuple(errors),
+        declares_taints=declared is not None,
+        untainted_accepted=annotations.get(UNTAINTED_ACCEPTED_ANNOTATION) == "true",
+    )
 
 
 @dataclass(frozen=True)

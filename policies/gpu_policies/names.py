@@ -10,10 +10,12 @@ import re
 from typing import Final
 
 from components.catalog.names import (
+    DECLARED_TAINTS_ANNOTATION,
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
     GPU_MODELS_ANNOTATION,
+    GPU_NODE_LABEL,
     GPU_OPERATOR_RESOURCE_PREFIX,
     HELM_RELEASE_TYPES,
     INGRESS_TYPES,
@@ -23,6 +25,7 @@ from components.catalog.names import (
     NODE_PATCH_TYPE,
     SECRET_TYPES,
     SERVICE_TYPES,
+    UNTAINTED_ACCEPTED_ANNOTATION,
 )
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED as OPT_IN_VALUE
 from components.catalog.names import HOST_DRIVER_REMOVAL_LABEL as OPT_IN_LABEL
@@ -40,10 +43,12 @@ _POD_SPEC_PATHS: Final = {
 _WORKLOAD_TYPE = re.compile(r"^kubernetes:(?P<kind>[a-z0-9./]+:[A-Za-z]+?)(?:Patch)?$")
 
 __all__ = [
+    "DECLARED_TAINTS_ANNOTATION",
     "DRIVER_OWNER_ANNOTATION",
     "DRIVER_VERSION_ANNOTATION",
     "GPU_MODELS_ANNOTATION",
     "GPU_MODEL_LABEL",
+    "GPU_NODE_LABEL",
     "GPU_OPERATOR_RESOURCE_PREFIX",
     "HELM_RELEASE_TYPES",
     "INGRESS_TYPES",
@@ -55,6 +60,7 @@ __all__ = [
     "OPT_IN_VALUE",
     "SECRET_TYPES",
     "SERVICE_TYPES",
+    "UNTAINTED_ACCEPTED_ANNOTATION",
     "pod_spec_path",
 ]
 

@@ -1,4 +1,5 @@
-"""Node-group rules: GPU nodes repel ordinary pods, and production GPU capacity is not fragile.
+"""Node rules: GPU nodes (Yandex node groups and bare-metal nodes) repel ordinary pods, and production GPU
+capacity is not fragile.
 
 Why: an untainted GPU node accepts any pod, so a CPU-only workload can sit on an expensive GPU and
 a GPU job then waits for capacity that looks free. In production, preemptible GPU nodes vanish
@@ -17,8 +18,8 @@ from pulumi_policy import (
     Severity,
 )
 
-from .facts import NodeGroup, read_node_group
-from .names import NODE_GROUP_TYPE
+from .facts import NodeGroup, read_node_group, read_node_patch
+from .names import NODE_GROUP_TYPE, NODE_PATCH_TYPE
 
 
 def _gpu_node_group(args: ResourceValidationArgs) -> NodeGroup | None:
@@ -52,6 +53,37 @@ gpu_node_group_tainted = ResourceValidationPolicy(
     severity=Severity.HIGH,
     tags=["gpu", "scheduling"],
     remediation_steps="Add a taint such as nvidia.com/gpu=true:NoSchedule to nodeGroups.<name>.taints.",
+)
+
+
+def _validate_bare_metal_taint(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != NODE_PATCH_TYPE:
+        return
+    patch = read_node_patch(args.props, args.name, args.urn)
+    if not patch.is_gpu_node or patch.untainted_accepted:
+        return  # an accepted opt-out (bareMetal.nodes[i].allowUntainted) was warned about by the config check
+    for error in patch.taint_errors:
+        report(f"bare-metal GPU node {patch.name}: {error}", None)
+    if not any(taint.effect == "NoSchedule" for taint in patch.taints):
+        declared = [str(taint) for taint in patch.taints] or "none"
+        report(
+            f"bare-metal GPU node {patch.name} declares no NoSchedule taint (taints: {declared}), so any pod "
+            "can be scheduled onto its GPUs and hold them; register the node with one (kubelet "
+            "--register-with-taints=nvidia.com/gpu=true:NoSchedule) and declare it in bareMetal.nodes[i].taints, "
+            "or accept the risk with allowUntainted: true",
+            None,
+        )
+
+
+bare_metal_gpu_node_tainted = ResourceValidationPolicy(
+    name="bare-metal-gpu-node-noschedule-taint",
+    description="Bare-metal GPU nodes declare a NoSchedule taint so that only GPU workloads land on them.",
+    validate=_validate_bare_metal_taint,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    tags=["gpu", "scheduling"],
+    remediation_steps="Register the node with a taint such as nvidia.com/gpu=true:NoSchedule and list it in "
+    "bareMetal.nodes[i].taints.",
 )
 
 
@@ -105,4 +137,9 @@ production_no_auto_upgrade = ResourceValidationPolicy(
     tags=["gpu", "production"],
 )
 
-POLICIES = [gpu_node_group_tainted, production_not_preemptible, production_no_auto_upgrade]
+POLICIES = [
+    gpu_node_group_tainted,
+    bare_metal_gpu_node_tainted,
+    production_not_preemptible,
+    production_no_auto_upgrade,
+]

@@ -1,11 +1,21 @@
-"""GPU node groups repel ordinary pods; production GPU groups are neither preemptible nor auto-upgraded."""
+"""GPU node groups and bare-metal GPU nodes repel ordinary pods; production GPU groups are neither preemptible nor auto-upgraded."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from pulumi_policy import EnforcementLevel
 
-from policies.gpu_policies.names import NODE_GROUP_TYPE
+from policies.gpu_policies.names import (
+    DECLARED_TAINTS_ANNOTATION,
+    GPU_NODE_LABEL,
+    NODE_GROUP_TYPE,
+    NODE_PATCH_TYPE,
+    UNTAINTED_ACCEPTED_ANNOTATION,
+)
 from policies.gpu_policies.node_groups import (
+    bare_metal_gpu_node_tainted,
     gpu_node_group_tainted,
     production_no_auto_upgrade,
     production_not_preemptible,
@@ -87,3 +97,49 @@ def test_auto_upgrade_in_production_gets_an_advisory() -> None:
 def test_a_production_group_without_auto_upgrade_passes() -> None:
     props = node_group(auto_upgrade=False, production=True)
     assert run_resource(production_no_auto_upgrade, NODE_GROUP_TYPE, props).messages == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Bare-metal GPU nodes: the taints their config declares, recorded on the program's NodePatch
+
+
+def _node_patch(
+    declared: str | None = "nvidia.com/gpu=true:NoSchedule", *, accepted: bool = False, gpu: bool = True
+) -> dict[str, Any]:
+    labels = {GPU_NODE_LABEL: "true", "gpu-platform.io/gpu-model": "H100-80GB"} if gpu else {}
+    annotations = {} if declared is None else {DECLARED_TAINTS_ANNOTATION: declared}
+    if accepted:
+        annotations[UNTAINTED_ACCEPTED_ANNOTATION] = "true"
+    return {"metadata": {"name": "gpu-node-1", "labels": labels, "annotations": annotations}}
+
+
+def test_a_bare_metal_gpu_node_declaring_a_noschedule_taint_passes() -> None:
+    outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch(), name="gpu-nodes-gpu-node-1")
+    assert outcome.messages == []
+
+
+@pytest.mark.parametrize("declared", ["", None, "dedicated=gpu:PreferNoSchedule"])
+def test_a_bare_metal_gpu_node_without_a_noschedule_taint_is_refused(declared: str | None) -> None:
+    outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch(declared), name="gpu-node-1")
+    assert len(outcome.messages) == 1
+    assert outcome.messages[0].startswith("bare-metal GPU node gpu-node-1 declares no NoSchedule taint")
+    assert "bareMetal.nodes[i].taints" in outcome.messages[0] and "allowUntainted" in outcome.messages[0]
+    assert bare_metal_gpu_node_tainted.enforcement_level is EnforcementLevel.MANDATORY
+
+
+def test_a_malformed_declared_taint_is_reported_with_the_catalogs_reason() -> None:
+    outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch("nvidia.com/gpu:NoSchedule"))
+    assert outcome.messages[0].startswith("bare-metal GPU node r: taint 'nvidia.com/gpu:NoSchedule' is not of the form")
+    assert len(outcome.messages) == 2
+
+
+def test_an_accepted_untainted_node_and_a_non_gpu_patch_are_not_refused() -> None:
+    accepted = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch("", accepted=True))
+    mig_only = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch(None, gpu=False))
+    assert accepted.messages == [] and mig_only.messages == []
+
+
+def test_a_taint_set_in_the_patchs_spec_counts_as_declared() -> None:
+    props = _node_patch(None)
+    props["spec"] = {"taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}
+    assert run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, props).messages == []

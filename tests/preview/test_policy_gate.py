@@ -28,7 +28,7 @@ from components.catalog.kubeflow_manifests import (
 )
 from components.catalog.mig import mig_gpu
 from policies.gpu_policies import ALL_POLICIES
-from policies.gpu_policies.names import NODE_GROUP_TYPE, OPT_IN_LABEL
+from policies.gpu_policies.names import DECLARED_TAINTS_ANNOTATION, GPU_NODE_LABEL, NODE_GROUP_TYPE, OPT_IN_LABEL
 from preview.mocks import SECRET_MASK, Registration
 from preview.policy_gate import (
     RENDER_CHECK,
@@ -227,7 +227,69 @@ def test_each_seeded_violation_fails_the_gate(
 
 def test_the_seeds_cover_every_mandatory_policy_but_the_cuda_one() -> None:
     mandatory = {p.name for p in ALL_POLICIES if p.enforcement_level and p.enforcement_level.value == "mandatory"}
-    assert mandatory - {policy for policy, _, _ in SEEDS} == {"driver-supports-cuda"}  # seeded through config below
+    seeded = {policy for policy, _, _ in SEEDS} | {BARE_METAL_TAINT}  # the bare-metal one: on prod, below
+    assert mandatory - seeded == {"driver-supports-cuda"}  # seeded through config below
+
+
+# Bare-metal GPU nodes (prod): the taints the config declares reach the policies through the NodePatch.
+BARE_METAL_TAINT = "bare-metal-gpu-node-noschedule-taint"
+NODE_PATCH = "kubernetes:core/v1:NodePatch"
+
+
+@pytest.fixture(scope="module")
+def prod() -> ProgramRun:
+    run = run_program("prod")
+    assert run.config_error is None, run.config_error
+    return run
+
+
+def _declared_taints(run: ProgramRun, change: Callable[[str], str]) -> list[Registration]:
+    """The run's registrations with ``change`` applied to the first GPU node's declared taints."""
+    target = next(r for r in run.by_type(NODE_PATCH) if r.inputs["metadata"]["labels"].get(GPU_NODE_LABEL) == "true")
+    out = []
+    for registration in run.registrations:
+        if registration is target:
+            inputs = copy.deepcopy(registration.inputs)
+            annotations = inputs["metadata"]["annotations"]
+            annotations[DECLARED_TAINTS_ANNOTATION] = change(annotations[DECLARED_TAINTS_ANNOTATION])
+            registration = replace(registration, inputs=inputs, masked_inputs=copy.deepcopy(inputs))
+        out.append(registration)
+    return out
+
+
+def test_every_bare_metal_gpu_node_records_the_taints_its_config_declares(prod: ProgramRun) -> None:
+    nodes = stack_config("prod")["gpu-platform:bareMetal"]["nodes"]
+    patches = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["annotations"]
+        for r in prod.by_type(NODE_PATCH)
+        if r.inputs["metadata"]["labels"].get(GPU_NODE_LABEL) == "true"
+    }
+    assert patches == {
+        node["name"]: {**patches[node["name"]], DECLARED_TAINTS_ANNOTATION: ",".join(node["taints"])} for node in nodes
+    }
+    assert all("spec" not in r.inputs for r in prod.by_type(NODE_PATCH))  # taints are recorded, never patched
+
+
+def test_a_bare_metal_gpu_node_declaring_no_noschedule_taint_fails_the_gate(prod: ProgramRun) -> None:
+    result = evaluate(_declared_taints(prod, lambda _: ""), load_policy_config("prod"), stack="prod")
+    assert {finding.policy for finding in result.mandatory} == {BARE_METAL_TAINT}, verdict_table(result)
+
+
+def test_a_declared_bare_metal_taint_the_operator_does_not_tolerate_fails_the_gate(prod: ProgramRun) -> None:
+    seeded = _declared_taints(prod, lambda taints: f"{taints},dedicated=gpu:NoExecute")
+    result = evaluate(seeded, load_policy_config("prod"), stack="prod")
+    assert {finding.policy for finding in result.mandatory} == {"gpu-operator-tolerates-gpu-taints"}
+    assert "dedicated=gpu:NoExecute" in result.mandatory[0].message
+
+
+def test_the_program_tolerates_an_extra_taint_a_bare_metal_node_declares() -> None:
+    config = stack_config("prod")
+    bare_metal = copy.deepcopy(config["gpu-platform:bareMetal"])
+    bare_metal["nodes"][0]["taints"].append("dedicated=gpu:NoExecute")
+    run = run_program("prod", overrides={"gpu-platform:bareMetal": bare_metal})
+    assert run.config_error is None, run.config_error
+    result = evaluate(run.registrations, load_policy_config("prod"), stack="prod")
+    assert result.mandatory == [], verdict_table(result)
 
 
 def test_a_required_cuda_level_the_driver_cannot_run_fails_the_gate(dev: ProgramRun) -> None:
