@@ -22,7 +22,12 @@ from components.catalog.gpu_operator_chart import (
     SUPPORTED_CHART_VERSIONS,
     unsupported_version_message,
 )
-from components.catalog.kubernetes import dns_label_problem, int_or_percent_problem, priority_class_problem
+from components.catalog.kubernetes import (
+    dns_label_problem,
+    dns_subdomain_problem,
+    int_or_percent_problem,
+    priority_class_problem,
+)
 from components.catalog.versions import full_driver_version_problem
 from components.gpu_operator.chart_source import chart_path_problem
 
@@ -144,6 +149,7 @@ class GpuOperatorConfig(ConfigModel):
             problem = dns_label_problem(value)
             if problem:
                 yield Problem(join_path(path, key), problem)
+        yield from _kyverno_name_problems(self.kyverno, join_path(path, "kyverno"))
         versions: list[tuple[str, str | None]] = [
             ("driver", self.driver.version),
             ("hostDriver", self.host_driver.version if self.host_driver else None),
@@ -171,3 +177,18 @@ class GpuOperatorConfig(ConfigModel):
 def _int_or_text(value: str | int) -> str | int:
     """``"1"`` (how YAML users often write a count) as the integer Kubernetes reads it."""
     return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+def _kyverno_name_problems(kyverno: KyvernoExclusion, path: str) -> Iterator[Problem]:
+    """Kyverno's namespace, ConfigMap and policy names, by the rules the API server applies to them."""
+    checks = [
+        ("namespace", kyverno.namespace, dns_label_problem),
+        ("configMap", kyverno.config_map, dns_subdomain_problem),
+    ]
+    checks += [
+        (join_path("policies", index), name, dns_subdomain_problem) for index, name in enumerate(kyverno.policies)
+    ]
+    for key, value, rule in checks:
+        problem = rule(value)
+        if problem:
+            yield Problem(join_path(path, key), problem)

@@ -14,6 +14,7 @@ import re
 from pydantic import Field, field_validator
 
 from components.base.config_model import ConfigModel
+from components.catalog.kubernetes import dns_label_problem
 
 _PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
 
@@ -39,6 +40,14 @@ class NodeAgentConfig(ConfigModel):
     smoke_timeout_seconds: int = Field(default=600, ge=60)
     uninstall_timeout_seconds: int = Field(default=900, ge=60)
     lease_ttl_seconds: int = Field(default=300, ge=60, description="a holder that stops renewing for this long")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_is_a_dns_label(cls, value: str) -> str:
+        problem = dns_label_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("max_unavailable", mode="before")
     @classmethod
