@@ -15,6 +15,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from preview.mig_plan import mig_plan_files, mig_plan_lines
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
@@ -47,7 +48,7 @@ def preview_stack(
     except RenderSetupError as error:
         print(f"error: stack {stack}: {error}", file=sys.stderr)
         return 1
-    files = {**preview_files(run), **rendered.files()}
+    files = {**preview_files(run), **rendered.files(), **mig_plan_files(run)}
     write_files(files, out_dir)
     try:
         gate = run_gate(run, root, rendered)
@@ -63,6 +64,8 @@ def preview_stack(
         for notice in run.notices:
             print(notice if notice.startswith("warning: ") else f"notice: {notice}")
         for line in replacements:
+            print(line)
+        for line in mig_plan_lines(run, out_dir):
             print(line)
         counts = Counter(r.type for r in run.registrations if r.custom)
         summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))

@@ -3,10 +3,13 @@
 Per pool (``nodeGroups.<name>.mig`` on Yandex, ``bareMetal.nodes[i].mig`` on bare metal) exactly one of:
 - ``layout``: a configuration NVIDIA names (``all-1g.10gb``, ``all-balanced``, ``all-disabled`` ...);
 - ``custom``: profile -> count on every GPU of the node;
-- ``perGpu``: a list of ``{devices: [0, 1], layout: {profile: count}}`` for nodes whose GPUs differ.
+- ``perGpu``: a list of ``{devices: [0, 1], layout: {profile: count}}`` for nodes whose GPUs differ;
+- ``fromDemand: true``: the program computes the pool's layouts from ``mig.demand`` (layouts from demand).
 
 Stack-wide (``mig``): the strategy (``auto`` derives single/mixed), ``withReboot`` for clouds where
-toggling MIG mode needs a reboot, and an optional ``demand`` the planner checks against the fleet.
+toggling MIG mode needs a reboot, an optional ``demand`` (in the explicit mode checked against the
+layouts configured; in the layouts-from-demand mode, what the program partitions for), and
+``fromDemand: true`` to plan every MIG-capable pool of a demanded model that sets no ``mig`` of its own.
 """
 
 from __future__ import annotations
@@ -32,16 +35,26 @@ class MigConfig(ConfigModel):
     layout: str | None = None
     custom: dict[str, int] | None = None
     per_gpu: list[GpuLayout] | None = None
+    from_demand: Literal[True] | None = Field(
+        default=None, description="true: the program computes this pool's layouts from mig.demand"
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> MigConfig:
         given = [
             key
-            for key, value in (("layout", self.layout), ("custom", self.custom), ("perGpu", self.per_gpu))
+            for key, value in (
+                ("layout", self.layout),
+                ("custom", self.custom),
+                ("perGpu", self.per_gpu),
+                ("fromDemand", self.from_demand),
+            )
             if value is not None
         ]
         if len(given) != 1:
-            raise ValueError(f"set exactly one of layout, custom or perGpu (got {', '.join(given) or 'none'})")
+            raise ValueError(
+                f"set exactly one of layout, custom, perGpu or fromDemand (got {', '.join(given) or 'none'})"
+            )
         return self
 
 
@@ -67,3 +80,19 @@ class MigSettings(ConfigModel):
         return self
 
     demand: list[MigDemand] = Field(default_factory=list)
+    from_demand: bool = Field(
+        default=False,
+        description="plan every MIG-capable pool of a model in demand that sets no mig key from mig.demand",
+    )
+
+    @model_validator(mode="after")
+    def _one_demand_per_model(self) -> MigSettings:
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.demand):
+            if entry.gpu_model in seen:
+                raise ValueError(
+                    f"demand[{index}].gpuModel {entry.gpu_model!r} is already demand[{seen[entry.gpu_model]}]: "
+                    "give each GPU model one entry with all its profiles"
+                )
+            seen[entry.gpu_model] = index
+        return self

@@ -22,7 +22,8 @@ from components.catalog.gpu_operator_chart import GPU_RESOURCE
 from components.catalog.names import MIG_ALL_DISABLED as ALL_DISABLED
 from components.catalog.names import MIG_CONFIG_LABEL
 from components.catalog.pools import GpuPool
-from components.mig.config import MigConfig, MigSettings
+from components.mig.config import MigConfig, MigDemand, MigSettings
+from components.mig.recorded import RecordedPlan
 
 Layout = Mapping[str, int] | None
 
@@ -74,6 +75,8 @@ class MigPlanResult:
     strategy: catalog.MigStrategy = "single"
     parted_config: dict[str, Any] | None = None
     demand_plans: list[catalog.MigPlan] = field(default_factory=list)
+    #: Layouts from demand: the plan per demanded model whose pools the program partitions itself.
+    pool_plans: list[catalog.PoolsPlan] = field(default_factory=list)
 
     def resources_per_node(self, pool: GpuPool) -> dict[str, int]:
         """Allocatable GPU resources of one node of ``pool`` (whole GPUs for GPUs without MIG)."""
@@ -94,6 +97,13 @@ def _custom_name(pool: GpuPool, layouts: tuple[Layout, ...]) -> str:
     """
     text = json.dumps([None if layout is None else sorted(layout.items()) for layout in layouts])
     return f"gpu-platform-{pool.name}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+def _planned(pool: GpuPool, layouts: tuple[Layout, ...]) -> PoolMig:
+    """A pool's decision from the planner's layouts: all-disabled by name when it partitions nothing."""
+    if not any(layouts):
+        return PoolMig(pool, ALL_DISABLED, (None,) * pool.gpus_per_node, named=True)
+    return PoolMig(pool, _custom_name(pool, layouts), layouts, named=False)
 
 
 def resolve_pool(pool: GpuPool, mig: MigConfig | None) -> PoolMig | None:
@@ -135,18 +145,52 @@ class MigRequest:
     platform_offers_mig: bool
 
 
+def _from_demand(request: MigRequest, pool: GpuPool, settings: MigSettings) -> bool:
+    """Whether the program computes the pool's layouts: its own ``fromDemand``, or the stack-wide one."""
+    if request.config is not None:
+        return request.config.from_demand is True
+    demanded = {entry.gpu_model for entry in settings.demand}
+    return (
+        settings.from_demand and request.platform_offers_mig and pool.model.mig_capable and pool.model.key in demanded
+    )
+
+
 def plan_mig(
-    pools: Sequence[GpuPool], requests: Mapping[str, MigRequest], settings: MigSettings
+    pools: Sequence[GpuPool],
+    requests: Mapping[str, MigRequest],
+    settings: MigSettings,
+    recorded: RecordedPlan | None = None,
 ) -> tuple[MigPlanResult, list[Problem]]:
-    """Resolve every pool and the demand; problems carry config paths. Called once per run, by the stack plan."""
+    """Resolve every pool and the demand; problems carry config paths. Called once per run, by the stack plan.
+
+    Pools in the layouts-from-demand mode are planned per demanded model after the others: the demand
+    the explicitly configured pools of that model do not provide is partitioned onto them, stable
+    against ``recorded`` (the layouts the previous plan gave them).
+    """
     result = MigPlanResult()
     problems: list[Problem] = []
     unresolved: set[str] = set()  # models with a pool refused above: their layouts are not checked against demand
+    planned: dict[str, list[GpuPool]] = {}  # model -> pools whose layouts come from demand
+    demanded = {entry.gpu_model for entry in settings.demand}
     for pool in pools:
         request = requests[pool.name]
         path, mig, platform_offers_mig = request.config_path, request.config, request.platform_offers_mig
         if mig is not None and not platform_offers_mig:
             problems.append(Problem(path, f"the platform of {pool.config_path} does not offer MIG"))
+            continue
+        if _from_demand(request, pool, settings):
+            if not pool.model.mig_capable:
+                problems.append(Problem(join_path(path, "fromDemand"), f"{pool.model.key} cannot do MIG"))
+            elif pool.model.key not in demanded:
+                problems.append(
+                    Problem(
+                        join_path(path, "fromDemand"),
+                        f"{pool.config_path} ({pool.model.key}) is planned from demand, but mig.demand has no entry "
+                        f"for {pool.model.key}; add one (gpuModel: {pool.model.key}) or give the pool a layout",
+                    )
+                )
+            else:
+                planned.setdefault(pool.model.key, []).append(pool)
             continue
         try:
             decision = resolve_pool(pool, mig)
@@ -157,6 +201,19 @@ def plan_mig(
             continue
         if decision is not None:
             result.pools[pool.name] = decision
+    for index, demand in enumerate(settings.demand):
+        path = join_path("mig", "demand", index)
+        if demand.gpu_model in planned:
+            problems.extend(_plan_from_demand(result, path, demand, pools, planned[demand.gpu_model], recorded))
+        else:
+            problems.extend(_check_demand(result, path, demand, pools, unresolved))
+    _decide_strategy(result, settings, problems)
+    if not problems and any(not d.named for d in result.pools.values()):
+        result.parted_config = _parted_config(result)
+    return result, problems
+
+
+def _decide_strategy(result: MigPlanResult, settings: MigSettings, problems: list[Problem]) -> None:
     strategies = {decision.strategy for decision in result.pools.values()}
     needed: catalog.MigStrategy = "mixed" if "mixed" in strategies else "single"
     configured = settings.strategy
@@ -169,24 +226,67 @@ def plan_mig(
             )
         )
     result.strategy = needed if configured == "auto" else configured
-    for index, demand in enumerate(settings.demand):
-        path = join_path("mig", "demand", index)
-        model_pools = [p for p in pools if p.model.key == demand.gpu_model]
-        fleet = sum(p.gpus_per_node * p.max_nodes for p in model_pools)
-        decided = [(p, result.pools[p.name]) for p in model_pools if p.name in result.pools]
-        in_place = [(p.model.key, layout) for p, d in decided for layout in d.gpu_layouts * p.max_nodes]
-        try:
-            planned = catalog.plan(demand.gpu_model, demand.profiles, fleet, current=in_place)
-        except (catalog.MigError, ValueError) as error:
-            problems.append(Problem(path, str(error)))
-            continue
-        result.demand_plans.append(planned)
-        missing = "" if demand.gpu_model in unresolved else _not_provided(demand.profiles, decided)
-        if missing:
-            problems.append(Problem(path, missing + _planned_instead(planned)))
-    if not problems and any(not d.named for d in result.pools.values()):
-        result.parted_config = _parted_config(result)
-    return result, problems
+
+
+def _explicit(result: MigPlanResult, pools: Sequence[GpuPool], model: str) -> list[tuple[GpuPool, PoolMig]]:
+    return [(p, result.pools[p.name]) for p in pools if p.model.key == model and p.name in result.pools]
+
+
+def _check_demand(
+    result: MigPlanResult,
+    path: str,
+    demand: MigDemand,
+    pools: Sequence[GpuPool],
+    unresolved: set[str],
+) -> list[Problem]:
+    """The explicit mode: the planner's answer for the fleet, and what the configured layouts lack."""
+    model_pools = [p for p in pools if p.model.key == demand.gpu_model]
+    fleet = sum(p.gpus_per_node * p.max_nodes for p in model_pools)
+    decided = _explicit(result, pools, demand.gpu_model)
+    in_place = [(p.model.key, layout) for p, d in decided for layout in d.gpu_layouts * p.max_nodes]
+    try:
+        planned = catalog.plan(demand.gpu_model, demand.profiles, fleet, current=in_place)
+    except (catalog.MigError, ValueError) as error:
+        return [Problem(path, str(error))]
+    result.demand_plans.append(planned)
+    missing = "" if demand.gpu_model in unresolved else _not_provided(demand.profiles, decided)
+    return [Problem(path, missing + _planned_instead(planned))] if missing else []
+
+
+def _plan_from_demand(
+    result: MigPlanResult,
+    path: str,
+    demand: MigDemand,
+    pools: Sequence[GpuPool],
+    planned_pools: Sequence[GpuPool],
+    recorded: RecordedPlan | None,
+) -> list[Problem]:
+    """Layouts from demand: what explicit pools of the model leave, partitioned onto the planned pools."""
+    provided: dict[str, int] = {}
+    for pool, decision in _explicit(result, pools, demand.gpu_model):
+        for layout in decision.gpu_layouts:
+            for name, count in (layout or {}).items():
+                provided[name] = provided.get(name, 0) + count * pool.max_nodes
+    rest = {name: max(0, n - provided.get(name, 0)) for name, n in demand.profiles.items()}
+    shapes = [
+        catalog.PoolShape(
+            pool.name,
+            pool.model.key,
+            pool.max_nodes,
+            pool.gpus_per_node,
+            recorded.layouts(pool.name, pool.model.key, pool.gpus_per_node) if recorded else None,
+        )
+        for pool in planned_pools
+    ]
+    try:
+        plan = catalog.plan_pools(rest, shapes)
+    except (catalog.MigError, ValueError) as error:
+        names = ", ".join(pool.config_path for pool in planned_pools)
+        return [Problem(path, f"layouts from demand ({names}): {error}")]
+    result.pool_plans.append(plan)
+    for pool, layouts in zip(planned_pools, plan.pools, strict=True):
+        result.pools[pool.name] = _planned(pool, layouts.gpu_layouts)
+    return []
 
 
 def _not_provided(demand: Mapping[str, int], configured: Sequence[tuple[GpuPool, PoolMig]]) -> str:
@@ -266,4 +366,37 @@ def demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
             "placements": [gpu.describe() for gpu in plan.gpus],
         }
         for plan in result.demand_plans
+    ]
+
+
+def from_demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
+    """Layouts from demand: per demanded model, the proof, and per pool each GPU index's layout and placement."""
+    return [
+        {
+            "demand": dict(plan.demand),
+            "gpusUsed": plan.gpus_used,
+            "lowerBound": plan.lower_bound,
+            "optimal": plan.optimal,
+            "solverStatus": plan.status,
+            "fleetGpus": plan.fleet_size,
+            "recordedPlanUsed": plan.current_given,
+            "repartitionedGpus": plan.repartitioned,
+            "pools": [
+                {
+                    "pool": pool.name,
+                    "gpuModel": pool.model,
+                    "nodes": pool.nodes,
+                    "migConfig": result.pools[pool.name].config_name,
+                    "gpuLayouts": [dict(layout) if layout else None for layout in pool.gpu_layouts],
+                    "placements": [
+                        catalog.place(pool.model, dict(layout)).describe() if layout else "MIG disabled"
+                        for layout in pool.gpu_layouts
+                    ],
+                    "changedGpuIndexes": [index for index, changed in enumerate(pool.changed) if changed],
+                    "repartitionedGpus": pool.repartitioned_gpus,
+                }
+                for pool in plan.pools
+            ],
+        }
+        for plan in result.pool_plans
     ]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
 
 from components.base.problems import Problem, StackConfigError
 from components.cluster.config import BareMetalClusterConfig
+from components.mig.recorded import RecordedPlan, parse_recorded_plan, record_file_name
 from components.stack.config import PROJECT, StackConfig, parse_stack_config, top_level_keys
 
 
@@ -106,3 +108,23 @@ def load_stack_config() -> StackConfig:
     if problems or stack is None:
         raise StackConfigError(problems)
     return stack
+
+
+def read_recorded_mig_plan() -> RecordedPlan | None:
+    """The MIG layouts the stack's pools planned from demand got last time (``mig-plans/<stack>.yaml``).
+
+    Read from the project folder, where the engine runs the program, like the stack file beside it;
+    None when the stack has recorded none (every GPU is then free to the planner).
+    """
+    name = record_file_name(pulumi.get_stack())
+    path = Path(name)
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise StackConfigError([Problem(name, f"cannot be read: {error}")]) from None
+    recorded, problems = parse_recorded_plan(text, name)
+    if problems:
+        raise StackConfigError(problems)
+    return recorded

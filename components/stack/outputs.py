@@ -14,7 +14,7 @@ import pulumi
 from components.catalog.kubeflow_manifests import DEX_ISSUER
 from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
-from components.mig.plan import demand_outputs
+from components.mig.plan import demand_outputs, from_demand_outputs
 from components.node_agent.desired import node_agent_watch_commands
 from components.observability.plan import RULES_NAME
 from components.stack.program import Platform
@@ -155,7 +155,11 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("kubeflow", kubeflow_outputs(platform))
     pulumi.export(
         "mig",
-        {"strategy": platform.plan.mig.strategy, "demand": demand_outputs(platform.plan.mig)},
+        {
+            "strategy": platform.plan.mig.strategy,
+            "demand": demand_outputs(platform.plan.mig),
+            "layoutsFromDemand": from_demand_outputs(platform.plan.mig),
+        },
     )
     pulumi.export("observability", observability_outputs(platform))
     pulumi.export("nodeAgent", node_agent_outputs(platform))

@@ -17,6 +17,7 @@ from components.catalog.pools import GpuPool
 from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.mig.plan import MigPlanResult, mig_values, plan_mig
+from components.mig.recorded import RecordedPlan
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.config import StackConfig
@@ -62,11 +63,14 @@ class Plan:
         return tuple(pool for pool in self.pools if pool.host_driver_removal or (mig and pool.name in self.mig.pools))
 
 
-def plan_stack(stack: StackConfig) -> Plan:
-    """Decide everything; raises ``StackConfigError`` with every problem across sections."""
+def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> Plan:
+    """Decide everything; raises ``StackConfigError`` with every problem across sections.
+
+    ``recorded_mig``: the layouts pools planned from demand got last time (the planner keeps them where it can).
+    """
     pools = gpu_pools(stack)
     problems: list[Problem] = []
-    mig, mig_problems = plan_mig(pools, mig_requests(stack), stack.mig)
+    mig, mig_problems = plan_mig(pools, mig_requests(stack), stack.mig, recorded_mig)
     prep = stack.bare_metal.host_preparation if stack.bare_metal else None
     host_configures_containerd = bool(prep and prep.enabled and prep.configure_containerd)
     context = DriverContext(

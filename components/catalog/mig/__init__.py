@@ -26,6 +26,7 @@ from components.catalog.mig.parted import (
 )
 from components.catalog.mig.placement import PlacedInstance, Placement, is_placeable, place, valid_layouts
 from components.catalog.mig.planner import SOLVER, CurrentGpu, MigPlan, lower_bound, maximal_layouts, plan, plan_fleet
+from components.catalog.mig.pool_planner import PoolLayouts, PoolShape, PoolsPlan, plan_pools
 from components.catalog.mig.profiles import (
     FOUR_SLICE,
     MIG_GPUS,
@@ -59,6 +60,9 @@ __all__ = [
     "MigStrategy",
     "PlacedInstance",
     "Placement",
+    "PoolLayouts",
+    "PoolShape",
+    "PoolsPlan",
     "Profile",
     "UnknownGpuModel",
     "UnknownMigConfig",
@@ -79,6 +83,7 @@ __all__ = [
     "place",
     "plan",
     "plan_fleet",
+    "plan_pools",
     "render_parted_config",
     "valid_layouts",
 ]
