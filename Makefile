@@ -45,6 +45,7 @@ format: venv
 bench: venv  ## benchmarks that print figures
 	$(PY) -m benchmarks.bench_preview
 	$(PY) -m benchmarks.bench_mig_planner
+	$(PY) -m benchmarks.bench_mig_pools
 	$(PY) -m benchmarks.bench_policies
 	$(PY) -m benchmarks.bench_node_agent
 	$(PY) -m benchmarks.bench_render
