@@ -161,6 +161,13 @@ class StackDiff:
         """Pools whose driver changes (a pool only in one preview is not a driver change)."""
         return [p for p in self.pools if p.before and p.after and p.driver_before != p.driver_after]
 
+    def driver_groups(self) -> list[tuple[tuple[str, ...], str, str]]:
+        """Driver changes, pools with the same change together: ``((pool, ...), before, after)``."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for pool in self.driver_changes:
+            groups.setdefault((pool.driver_before, pool.driver_after), []).append(pool.name)
+        return [(tuple(names), before, after) for (before, after), names in sorted(groups.items())]
+
     @property
     def empty(self) -> bool:
         """Nothing changes at all."""

@@ -17,7 +17,7 @@ from html import escape
 
 from preview.changes import CREATE, DELETE, REPLACE, UPDATE, PoolChange, ResourceChange, StackDiff
 from preview.snapshot import Gpu, Pool, memory_slices
-from preview.summary import _gpus, finding_groups
+from preview.summary import finding_groups, gpu_ranges
 
 SLICE_WIDTH = 34
 GPU_HEIGHT = 34
@@ -104,7 +104,7 @@ def _pool(pool: PoolChange, profiles: list[str]) -> str:
         f"({escape(pool.status)})</span></h3><p>driver: <b>{driver}</b></p>"
     )
     if changed:
-        head += f'<p class="replace">GPUs {_gpus(changed)} re-partitioned; {escape(pool.drain)}</p>'
+        head += f'<p class="replace">GPUs {gpu_ranges(changed)} re-partitioned; {escape(pool.drain)}</p>'
     return (
         head
         + _phase(pool.before, "before", changed, profiles)

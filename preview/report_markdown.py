@@ -10,7 +10,7 @@ characters: past ``MAX_CHARS`` the details are cut and the report says where the
 from __future__ import annotations
 
 from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Change, ResourceChange, StackDiff
-from preview.summary import _gpus, finding_groups
+from preview.summary import finding_groups, gpu_ranges
 
 MARKER = "<!-- gpu-platform-diff:{stack} -->"
 MAX_CHARS = 60_000
@@ -65,6 +65,30 @@ def _names(changes: list[ResourceChange]) -> str:
     return ", ".join(_code(c.name) for c in changes) or "none"
 
 
+def _summary_table(diff: StackDiff) -> list[str]:
+    counts = diff.counts()
+    replaced = "; ".join(f"{_code(c.name)}: " + "; ".join(_code(r) for r in c.reasons) for c in diff.of(REPLACE))
+    gpus = "; ".join(f"{_code(p.name)}: GPUs {gpu_ranges(p.repartitioned)}" for p in diff.repartitioned)
+    drivers = "; ".join(
+        ", ".join(_code(name) for name in names) + f": {_code(before)} -> {_code(after)}"
+        for names, before, after in diff.driver_groups()
+    )
+    verdict = diff.verdict_after.describe()
+    if diff.verdict_before and diff.verdict_before != diff.verdict_after:
+        verdict += f" (was {diff.verdict_before.describe()})"
+    return [
+        "| | |",
+        "| --- | --- |",
+        f"| replaced ({counts[REPLACE]}) | {replaced or 'none'} |",
+        f"| deleted ({counts[DELETE]}) | {_names(diff.of(DELETE))} |",
+        f"| created ({counts[CREATE]}) | {_names(diff.of(CREATE))} |",
+        f"| GPUs re-partitioned | {gpus or 'none'} |",
+        f"| nodes drained for MIG | {', '.join(_code(p.name) for p in diff.drained) or 'none'} |",
+        f"| driver | {drivers or 'unchanged'} |",
+        f"| policy gate | {verdict}; {len(diff.appeared)} finding(s) new, {len(diff.disappeared)} gone |",
+    ]
+
+
 def markdown_report(diff: StackDiff, full_report: str = "") -> str:
     """The comment text (``full_report``: where the whole report is, named when the text is cut)."""
     counts = diff.counts()
@@ -76,21 +100,7 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
         f"Offline preview of {_code(diff.head)} against {_code(diff.base)} (the real program under mocks, no cloud "
         "credentials). Secret values are masked in both previews, so a changed secret does not show.",
         "",
-        "| | |",
-        "| --- | --- |",
-        f"| replaced | {'; '.join(f'{_code(c.name)}: ' + '; '.join(_code(r) for r in c.reasons) for c in diff.of(REPLACE)) or 'none'} |",
-        f"| deleted ({counts[DELETE]}) | {_names(diff.of(DELETE))} |",
-        f"| created ({counts[CREATE]}) | {_names(diff.of(CREATE))} |",
-        f"| GPUs re-partitioned | {'; '.join(f'{_code(p.name)}: GPUs {_gpus(p.repartitioned)}' for p in diff.repartitioned) or 'none'} |",
-        f"| nodes drained for MIG | {', '.join(_code(p.name) for p in diff.drained) or 'none'} |",
-        f"| driver | {'; '.join(f'{_code(p.name)}: {_code(p.driver_before)} -> {_code(p.driver_after)}' for p in diff.driver_changes) or 'unchanged'} |",
-        f"| policy gate | {diff.verdict_after.describe()}"
-        + (
-            f" (was {diff.verdict_before.describe()})"
-            if diff.verdict_before and diff.verdict_before != diff.verdict_after
-            else ""
-        )
-        + f"; {len(diff.appeared)} finding(s) new, {len(diff.disappeared)} gone |",
+        *_summary_table(diff),
         "",
     ]
     if diff.empty:
@@ -110,5 +120,8 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
     text = "\n".join(lines).rstrip() + "\n"
     if len(text) > MAX_CHARS:
         where = f" The whole report: {full_report}." if full_report else ""
-        text = text[:MAX_CHARS].rsplit("\n", 1)[0] + f"\n\n</details>\n\n*Cut at {MAX_CHARS} characters.{where}*\n"
+        cut = text[:MAX_CHARS].rsplit("\n", 1)[0]
+        if cut.count("\n```") % 2:  # inside a code block: close it
+            cut += "\n```"
+        text = cut + f"\n\n</details>\n\n*Cut at {MAX_CHARS} characters.{where}*\n"
     return text

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Finding, PoolChange, StackDiff
 
 
-def _gpus(indices: Iterable[int]) -> str:
+def gpu_ranges(indices: Iterable[int]) -> str:
     """``0-3, 6``: GPU indices as ranges."""
     items = sorted(indices)
     spans: list[str] = []
@@ -35,7 +35,7 @@ def repartition_line(pool: PoolChange) -> str:
     shown = "; ".join(layouts[:2]) + (f"; {len(layouts) - 2} more layouts" if len(layouts) > 2 else "")
     nodes = f", each of up to {pool.nodes} nodes" if pool.nodes > 1 else ""
     return (
-        f"{pool.name} ({pool.model}{nodes}): GPU{'s' if len(changed) > 1 else ''} {_gpus(pool.repartitioned)} "
+        f"{pool.name} ({pool.model}{nodes}): GPU{'s' if len(changed) > 1 else ''} {gpu_ranges(pool.repartitioned)} "
         f"re-partitioned ({shown}); {pool.drain}"
     )
 
@@ -69,8 +69,8 @@ def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> lis
         lines.append(f"  DELETE {change.name} ({change.type})")
     for pool in diff.repartitioned:
         lines.append(f"  MIG {repartition_line(pool)}")
-    for pool in diff.driver_changes:
-        lines.append(f"  DRIVER {pool.name}: {pool.driver_before} -> {pool.driver_after}")
+    for pools, before, after in diff.driver_groups():
+        lines.append(f"  DRIVER {', '.join(pools)}: {before} -> {after}")
     if diff.appeared or diff.disappeared:
         lines.append(f"  policy findings: {len(diff.appeared)} new, {len(diff.disappeared)} gone")
         lines += [f"    + {line}" for line in finding_groups(diff.appeared)]
