@@ -85,6 +85,7 @@ class PoolChange:
     driver_after: str
     drain: str  # what happens to the nodes when GPUs are re-partitioned ("" when none are)
     drained_by_agent: bool
+    nodes_replaced: str = ""  # a Yandex group whose cloud name changes: every node is new
 
     @property
     def repartitioned(self) -> tuple[int, ...]:
@@ -310,6 +311,12 @@ def _agent_drains(snapshot: Snapshot, pool: str) -> tuple[bool, str]:
     )
 
 
+def _cloud_name(snapshot: Snapshot | None, pool: str) -> str:
+    groups = snapshot.outputs.get("gpuNodeGroups") if snapshot else None
+    group = groups.get(pool) if isinstance(groups, dict) else None
+    return str(group.get("cloudName") or "") if isinstance(group, dict) else ""
+
+
 def _pool_changes(base: Snapshot | None, head: Snapshot) -> list[PoolChange]:
     before = {p.name: p for p in (base.pools() if base else [])}
     after = {p.name: p for p in head.pools()}
@@ -330,6 +337,11 @@ def _pool_changes(base: Snapshot | None, head: Snapshot) -> list[PoolChange]:
         driver_before, driver_after = _driver(base, name) if old else "", _driver(head, name) if new else ""
         if old and new and driver_before != driver_after:
             status = "changed"
+        old_cloud, new_cloud = _cloud_name(base, name), _cloud_name(head, name)
+        replaced = ""
+        if old and new and old_cloud and new_cloud and old_cloud != new_cloud:
+            replaced = f"every node is replaced: the group {old_cloud} gives way to {new_cloud}"
+            status = "changed"
         found.append(
             PoolChange(
                 name=name,
@@ -345,6 +357,7 @@ def _pool_changes(base: Snapshot | None, head: Snapshot) -> list[PoolChange]:
                 driver_after=driver_after,
                 drain=drain,
                 drained_by_agent=drained,
+                nodes_replaced=replaced,
             )
         )
     return found

@@ -103,6 +103,8 @@ def _pool(pool: PoolChange, profiles: list[str]) -> str:
         f'<h3>{escape(pool.name)} <span class="muted">{escape(pool.model)}, {nodes} '
         f"({escape(pool.status)})</span></h3><p>driver: <b>{driver}</b></p>"
     )
+    if pool.nodes_replaced:
+        head += f'<p class="replace" data-nodes-replaced="true">{escape(pool.nodes_replaced)}</p>'
     if changed:
         head += f'<p class="replace">GPUs {gpu_ranges(changed)} re-partitioned; {escape(pool.drain)}</p>'
     return (

@@ -6,6 +6,7 @@ re-partitioned GPUs and the driver change, and the Markdown and HTML reports mus
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from html import escape
@@ -56,6 +57,8 @@ def test_the_reports_name_the_replacement_and_its_reason(reviewed: Reviewed) -> 
     assert markdown.splitlines()[0] == MARKER.format(stack="dev")
     assert "| replaced (" in markdown and f"`gpu-v100-group`: `{REASON}`" in markdown
     assert "replaced because:</b> <code>" + escape(REASON) in html
+    assert 'data-pool="v100" data-status="changed"' in html
+    assert "every node is replaced: the group ml-dev-v100-5eedc30c gives way to ml-dev-v100-a00784bc" in html
     diff = json.loads(reviewed.report("dev", "diff.json"))
     group = next(r for r in diff["resources"] if r["name"] == "gpu-v100-group")
     assert group["action"] == REPLACE and group["reasons"] == [REASON]
@@ -83,3 +86,15 @@ def test_the_reports_are_byte_identical_when_made_again(reviewed: Reviewed) -> N
         for name in ("diff.md", "diff.json", "diff.html"):
             first = (reviewed.repo / "build" / "diff" / stack / name).read_bytes()
             assert (again / stack / name).read_bytes() == first, (stack, name)
+
+
+def test_make_preview_compares_with_head_and_not_with_leftovers(reviewed: Reviewed) -> None:
+    """``python -m preview`` in a checkout compares with the preview of HEAD (cached by commit), with build/ gone."""
+    shutil.rmtree(reviewed.repo / "build" / "preview")
+    command = [sys.executable, "-m", "preview", "dev"]
+    result = subprocess.run(command, cwd=reviewed.repo, env=reviewed.env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"against HEAD ({reviewed.base[:7]})" in result.stdout
+    line = next(line for line in result.stdout.splitlines() if line.startswith("  REPLACE gpu-v100-group"))
+    assert REASON in line
+    assert sum("container-image-digest-pinned" in line for line in result.stdout.splitlines()) <= 3  # grouped
