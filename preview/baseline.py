@@ -172,7 +172,7 @@ class PendingBaseline:
         self._process: subprocess.Popen[bytes] | None = None
         self._work: Path | None = None
         self._todo = [s for s in self.stacks if not _cached(self.folder, s)]
-        self._results: dict[str, Baseline] | None = None
+        self._waited = False
 
     def start(self) -> PendingBaseline:
         """Begin previewing the stacks not cached yet (returns at once)."""
@@ -199,13 +199,15 @@ class PendingBaseline:
         return self
 
     def get(self, stack: str) -> Baseline:
-        """The baseline of ``stack`` (waits for the base preview the first time)."""
-        if self._results is None:
-            self._results = self.wait()
-        return self._results[stack]
+        """The baseline of ``stack`` (waits for the base preview the first time; read when asked, so a
+        stack ``seed`` stored after an earlier stack's summary is found)."""
+        if not self._waited:
+            self.wait()
+        return _result(self.folder, stack, self.commit, self.label)
 
     def wait(self) -> dict[str, Baseline]:
         """Wait for the base preview, store it in the cache, and return each stack's baseline."""
+        self._waited = True
         if self._work is not None:
             try:
                 if self._process is not None:

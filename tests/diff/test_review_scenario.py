@@ -15,7 +15,7 @@ from pathlib import Path
 from preview.changes import DELETE, REPLACE
 from preview.report_markdown import MARKER
 from tests.diff.conftest import Reviewed
-from tests.diff.scenario import BASE_DRIVER, NODE
+from tests.diff.scenario import BASE_DRIVER, NODE, git
 
 REASON = "gpuEnvironment 'runc_drivers_cuda' -> 'runc'"
 AFTER_LAYOUT = "2g.20gb@0-1 1g.10gb@2 1g.10gb@3 3g.40gb@4-7"
@@ -98,3 +98,25 @@ def test_make_preview_compares_with_head_and_not_with_leftovers(reviewed: Review
     line = next(line for line in result.stdout.splitlines() if line.startswith("  REPLACE gpu-v100-group"))
     assert REASON in line
     assert sum("container-image-digest-pinned" in line for line in result.stdout.splitlines()) <= 3  # grouped
+
+
+def test_a_clean_checkout_stores_its_own_preview_as_heads(reviewed: Reviewed, tmp_path: Path) -> None:
+    """On a clean checkout (CI) the preview just made is HEAD's: it is cached, and every stack has no change."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "--quiet", str(reviewed.repo), str(clone))
+    for name in (".upstream", ".tools", ".venv"):
+        (clone / name).symlink_to((reviewed.repo / name).resolve())
+    (clone / ".git" / "info" / "exclude").write_text(".upstream\n.tools\n.venv\n")
+    for stack in ("dev", "prod"):
+        shutil.copy(reviewed.repo / f"Pulumi.{stack}.yaml", clone / f"Pulumi.{stack}.yaml")
+    git(clone, "commit", "--quiet", "--all", "-m", "head: v100 on runc, driver bumped, gpu-node-2 re-partitioned")
+    assert git(clone, "status", "--porcelain") == ""
+    env = {**reviewed.env, "PREVIEW_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "preview", "--out", str(tmp_path / "out")]
+    result = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    head = git(clone, "rev-parse", "HEAD")
+    for stack in ("dev", "prod"):
+        assert f"against HEAD ({head[:7]}): 0 to create, 0 to update, 0 to replace, 0 to delete" in result.stdout
+        cached = tmp_path / "cache" / head / stack / "resources.json"
+        assert cached.read_bytes() == (tmp_path / "out" / stack / "resources.json").read_bytes()
