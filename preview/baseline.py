@@ -89,7 +89,7 @@ def cache_root(root: Path) -> Path:
 
 
 def _label(ref: str, commit: str) -> str:
-    return f"{ref} ({commit[:7]})" if ref != commit else commit[:7]
+    return commit[:7] if commit.startswith(ref.lower()) else f"{ref} ({commit[:7]})"
 
 
 def _cached(folder: Path, stack: str) -> bool:

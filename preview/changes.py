@@ -138,6 +138,7 @@ class StackDiff:
     verdict_before: Verdict | None = None
     verdict_after: Verdict = field(default_factory=lambda: Verdict(0, 0))
     resources_after: int = 0
+    findings_after: list[Finding] = field(default_factory=list)  # every finding of the head, for the verdicts
 
     def of(self, action: str) -> list[ResourceChange]:
         """The resource changes of one action, in registration order."""
@@ -408,4 +409,5 @@ def diff_snapshots(base: Snapshot | None, head: Snapshot, base_label: str, head_
         verdict_before=verdict_of(before) if base else None,
         verdict_after=verdict_of(after),
         resources_after=len(head.resources),
+        findings_after=after,
     )

@@ -189,5 +189,9 @@ def html_report(diff: StackDiff) -> str:
     body += [f'<li data-finding="gone">gone: {escape(line)}</li>' for line in finding_groups(diff.disappeared)]
     if not (diff.appeared or diff.disappeared):
         body.append("<li>no finding appears or disappears</li>")
+    body.append("</ul><h3>Findings now, one line per policy</h3><ul>")
+    body += [f'<li data-finding="now">{escape(line)}</li>' for line in finding_groups(diff.findings_after)]
+    if not diff.findings_after:
+        body.append("<li>none</li>")
     body.append("</ul></body></html>")
     return "\n".join(body) + "\n"

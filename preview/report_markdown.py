@@ -84,6 +84,7 @@ def _summary_table(diff: StackDiff) -> list[str]:
         f"| created ({counts[CREATE]}) | {_names(diff.of(CREATE))} |",
         f"| GPUs re-partitioned | {gpus or 'none'} |",
         f"| nodes drained for MIG | {', '.join(_code(p.name) for p in diff.drained) or 'none'} |",
+        f"| GPU nodes replaced | {'; '.join(f'{_code(p.name)}: {_cell(p.nodes_replaced)}' for p in diff.pools if p.nodes_replaced) or 'none'} |",
         f"| driver | {drivers or 'unchanged'} |",
         f"| policy gate | {verdict}; {len(diff.appeared)} finding(s) new, {len(diff.disappeared)} gone |",
     ]
@@ -117,6 +118,9 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
         body = [f"- new: {_cell(line)}" for line in finding_groups(diff.appeared)]
         body += [f"- gone: {_cell(line)}" for line in finding_groups(diff.disappeared)]
         lines += _details("Policy findings that appear or disappear", body)
+    if diff.findings_after:
+        body = [f"- {_cell(line)}" for line in finding_groups(diff.findings_after)]
+        lines += _details(f"Policy findings now ({len(diff.findings_after)}, one line per policy)", body)
     text = "\n".join(lines).rstrip() + "\n"
     if len(text) > MAX_CHARS:
         where = f" The whole report: {full_report}." if full_report else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers import ROOT
@@ -40,3 +41,14 @@ def test_diff_runs_every_stack_unless_one_is_named(tmp_path: Path) -> None:
         tmp_path, "-n", "-o", ".venv/.installed", "-o", "tools", "-o", "upstream", "diff", "BASE=main", "STACK=prod"
     )
     assert one.stdout.strip().splitlines()[-1] == ".venv/bin/python -m preview.diff --base main prod"
+
+
+def test_an_unknown_base_is_refused_in_one_line(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "preview.diff", "--base", "no-such-branch", "--out", str(tmp_path), "dev"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == "error: base 'no-such-branch' is not a commit of this repository (git rev-parse found nothing)\n"
+    )
+    assert not any(tmp_path.iterdir()), "nothing is previewed or written"
