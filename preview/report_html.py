@@ -31,6 +31,7 @@ vertical-align:top;font-size:13px}th{background:#f6f8fa}code{font-size:12px;back
 .phase{display:inline-block;vertical-align:top;margin-right:32px}.gpu{display:flex;align-items:center;gap:8px;margin:3px 0}
 .gpu.changed .idx{color:#cf222e;font-weight:700}.idx{width:64px;font-size:12px}
 .create{color:#1a7f37}.update{color:#9a6700}.replace{color:#cf222e;font-weight:700}.delete{color:#cf222e}
+.legend{margin-right:12px;white-space:nowrap}.legend svg{vertical-align:middle}
 .verdict-passed{color:#1a7f37}.verdict-failed{color:#cf222e;font-weight:700}.muted{color:#656d76;font-size:12px}
 """
 
@@ -73,12 +74,34 @@ def _gpu_svg(pool: Pool, gpu: Gpu, phase: str, profiles: list[str]) -> str:
     return "".join(parts)
 
 
+def _slice_numbers(pool: Pool) -> str:
+    """A row of memory-slice numbers (0 .. 7) above a pool's GPUs."""
+    slices = memory_slices(pool.model)
+    numbers = "".join(
+        f'<text x="{1 + i * SLICE_WIDTH + SLICE_WIDTH / 2}" y="11" text-anchor="middle" font-size="10" '
+        f'fill="#656d76">{i}</text>'
+        for i in range(slices)
+    )
+    return f'<svg xmlns="http://www.w3.org/2000/svg" width="{slices * SLICE_WIDTH + 2}" height="14">{numbers}</svg>'
+
+
+def _legend(profiles: list[str]) -> str:
+    """One coloured box per MIG profile drawn on the page."""
+    items = "".join(
+        f'<span class="legend"><svg xmlns="http://www.w3.org/2000/svg" width="14" height="14"><rect width="14" '
+        f'height="14" rx="3" fill="{_colour(p, profiles)}"/></svg> {escape(p)}</span>'
+        for p in profiles
+    )
+    return f'<p class="muted">MIG profiles: {items}</p>' if profiles else ""
+
+
 def _phase(pool: Pool | None, phase: str, changed: set[int], profiles: list[str]) -> str:
     if pool is None:
         return f'<div class="phase" data-phase="{phase}"><b>{phase}</b><p class="muted">(not in this preview)</p></div>'
     rows = [
         f'<div class="phase" data-phase="{phase}"><b>{phase}</b> <span class="muted">mig.config '
-        f"<code>{escape(pool.mig_config)}</code></span>"
+        f"<code>{escape(pool.mig_config)}</code></span>",
+        f'<div class="gpu"><span class="idx muted">slice</span>{_slice_numbers(pool)}</div>',
     ]
     for gpu in pool.gpus:
         css = "gpu changed" if gpu.index in changed else "gpu"
@@ -162,6 +185,7 @@ def html_report(diff: StackDiff) -> str:
         '<h2 id="pools">GPU pools</h2>',
         '<p class="muted">Each GPU is drawn as its memory slices; a MIG instance covers the slices from its start '
         "to its end, where the placer puts it.</p>",
+        _legend(profiles),
         *(_pool(pool, profiles) for pool in diff.pools),
     ]
     if not diff.pools:
