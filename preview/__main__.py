@@ -99,7 +99,8 @@ def preview_stack(
         print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
         return 2
     write_policy_report(gate, out_dir)
-    seed(root, out_dir, stack)  # a clean checkout's preview is HEAD's: the next diff against HEAD reuses it
+    if baselines is not None:
+        seed(root, out_dir, stack)  # a clean checkout's preview is HEAD's: the next diff against HEAD reuses it
     if gate.failed and quiet:
         print(verdict_table(gate), file=sys.stderr)
     if not quiet:

@@ -64,6 +64,8 @@ def _git(root: Path, *args: str) -> str:
 
 def is_checkout(root: Path) -> bool:
     """Whether ``root`` is the top of a git work tree (a copied project folder is not)."""
+    if not (root / ".git").exists():  # a folder, or a file in a linked worktree
+        return False
     try:
         return Path(_git(root, "rev-parse", "--show-toplevel")).resolve() == root.resolve()
     except (BaselineError, OSError):

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except (BaselineError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    codes = {stack: _guarded(stack, preview_out, True, root) for stack in stacks}
+    codes = {stack: _guarded(stack, preview_out, True, root, baselines=pending) for stack in stacks}
     for stack in stacks:
         if not (preview_out / stack / "resources.json").exists() or codes[stack] in (1, 2):
             print(f"error: stack {stack}: the working tree's preview failed; no diff written", file=sys.stderr)
