@@ -100,7 +100,7 @@ def replace_reasons(resource_type: str, old: Mapping[str, Any], new: Mapping[str
         before, after = _at(old, path), _at(new, path)
         if before != after:
             if isinstance(before, Mapping | list) or isinstance(after, Mapping | list):
-                reasons.append(f"{path} changed (an immutable field)")
+                reasons.append(f"{path} changed (forces a replacement)")
             else:
                 reasons.append(f"{path} {_shown(before)} -> {_shown(after)}")
     return reasons

@@ -118,7 +118,7 @@ def test_a_replacement_says_which_field_forces_it_and_how_it_happens() -> None:
     assert group.reasons == ("gpuEnvironment 'runc_drivers_cuda' -> 'runc'",)
     assert "creates ml-dev-v100-a00784bc first and deletes ml-dev-v100-5eedc30c" in group.note
     job = next(c for c in diff.of(REPLACE) if c.name == "smoke")
-    assert job.reasons == ("spec.template changed (an immutable field)",)
+    assert job.reasons == ("spec.template changed (forces a replacement)",)
     assert [(c.path, c.old, c.new) for c in job.changes] == [
         ("spec.template.spec.containers[0].image", '"cuda:12.5"', '"cuda:12.8"')
     ]
