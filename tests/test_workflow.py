@@ -100,3 +100,110 @@ def test_every_action_is_pinned_to_a_major_version_or_a_commit(workflow: dict[st
         for step in job["steps"]:
             if "uses" in step:
                 assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+(\.\d+){0,2}|[0-9a-f]{40})", step["uses"]), step["uses"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The review diff: computed read-only in pull-request.yml, commented by review-comment.yml
+
+COMMENT_WORKFLOW = ROOT / ".github" / "workflows" / "review-comment.yml"
+_SHA_PIN = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}")
+
+
+@pytest.fixture(scope="module")
+def comment_workflow() -> dict[str, Any]:
+    document: dict[Any, Any] = yaml.safe_load(COMMENT_WORKFLOW.read_text())
+    document["on"] = document.pop(True, document.get("on"))
+    return document
+
+
+def test_actionlint_accepts_the_comment_workflow() -> None:
+    result = _actionlint(COMMENT_WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_review_diff_job_runs_make_diff_against_the_base_commit_without_secrets(workflow: dict[str, Any]) -> None:
+    job = workflow["jobs"]["review-diff"]
+    assert "if" not in job and "permissions" not in job, "read-only (the workflow's contents: read), runs for forks"
+    assert workflow["permissions"] == {"contents": "read"}
+    assert "secrets." not in yaml.safe_dump(job)
+    steps = job["steps"]
+    assert _uses(steps, "actions/checkout")["with"]["fetch-depth"] == 0
+    (run,) = [step for step in steps if "run" in step]
+    assert run["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert 'make diff BASE="$BASE_SHA"' in run["run"] and "build/diff/pr-number" in run["run"]
+    upload = _uses(steps, "actions/upload-artifact")
+    assert upload["with"] == {"name": "review-diff", "path": "build/diff/", "if-no-files-found": "ignore"}
+    assert upload["if"] == "always()"
+
+
+def test_the_comment_workflow_has_the_write_token_but_never_runs_pull_request_code(
+    workflow: dict[str, Any], comment_workflow: dict[str, Any]
+) -> None:
+    assert comment_workflow["on"] == {"workflow_run": {"workflows": [workflow["name"]], "types": ["completed"]}}
+    assert comment_workflow["permissions"] == {}
+    (job,) = comment_workflow["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert job["if"] == "github.event.workflow_run.event == 'pull_request'"
+    uses = [str(step.get("uses", "")).split("@")[0] for step in job["steps"]]
+    assert "actions/checkout" not in uses, "checking out the pull request with a write token is the pwn request"
+    download = _uses(job["steps"], "actions/download-artifact")
+    assert download["with"]["name"] == "review-diff"
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+
+
+def test_every_new_action_is_pinned_to_a_commit(workflow: dict[str, Any], comment_workflow: dict[str, Any]) -> None:
+    steps = workflow["jobs"]["review-diff"]["steps"] + next(iter(comment_workflow["jobs"].values()))["steps"]
+    for step in steps:
+        if "uses" in step:
+            assert _SHA_PIN.fullmatch(step["uses"]), step["uses"]
+
+
+_FAKE_GH = """#!/usr/bin/env bash
+echo "$*" >> "$GH_LOG"
+case "$*" in
+  *"/pulls/"*) echo "$FAKE_HEAD" ;;
+  *"--paginate"*"gpu-platform-diff:dev"*) echo 123 ;;
+esac
+"""
+
+
+def _comment(tmp_path: Path, number: str, head: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the comment step's script with a fake ``gh`` that records its calls."""
+    document: dict[Any, Any] = yaml.safe_load(COMMENT_WORKFLOW.read_text())
+    (job,) = document["jobs"].values()
+    script = next(step["run"] for step in job["steps"] if "run" in step)
+    reports = tmp_path / "review-diff"
+    for stack in ("dev", "prod", "Bad Name"):
+        (reports / stack).mkdir(parents=True)
+        (reports / stack / "diff.md").write_text(f"<!-- gpu-platform-diff:{stack} -->\n### Stack {stack}\n")
+    (reports / "pr-number").write_text(number + "\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(_FAKE_GH)
+    (bin_dir / "gh").chmod(0o755)
+    log = tmp_path / "gh.log"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "GH_LOG": str(log),
+        "FAKE_HEAD": head,
+        "REPO": "org/gpu-platform",
+        "HEAD_SHA": "a" * 40,
+        "GH_TOKEN": "x",
+    }
+    result = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    return result, log.read_text() if log.exists() else ""
+
+
+def test_the_comment_step_updates_its_own_comment_and_posts_the_missing_one(tmp_path: Path) -> None:
+    result, calls = _comment(tmp_path, "42", "a" * 40)
+    assert result.returncode == 0, result.stderr
+    assert "api --method PATCH repos/org/gpu-platform/issues/comments/123 -F body=@review-diff/dev/diff.md" in calls
+    assert "api --method POST repos/org/gpu-platform/issues/42/comments -F body=@review-diff/prod/diff.md" in calls
+    assert "Bad Name" not in calls and "not a stack name" in result.stdout
+
+
+def test_the_comment_step_refuses_an_artifact_it_cannot_trust(tmp_path: Path) -> None:
+    bad_number, calls = _comment(tmp_path / "a", "42; rm -rf /", "a" * 40)
+    assert bad_number.returncode == 1 and calls == ""
+    other_pr, calls = _comment(tmp_path / "b", "7", "b" * 40)  # the number of a pull request that run did not test
+    assert other_pr.returncode == 1 and "--method" not in calls

@@ -458,7 +458,7 @@ def _project(tmp_path: Path, policy_config: Any) -> Path:
 
 
 def test_the_preview_writes_the_report_the_rendered_objects_and_prints_the_verdicts(tmp_path: Path) -> None:
-    result = preview_cli("dev", "--out", str(tmp_path))
+    result = preview_cli("dev", "--out", str(tmp_path), "--verbose", "--no-base")  # the verdict table: --verbose
     out = tmp_path / "dev"
     assert result.returncode == expected_exit(out), result.stderr  # 3 exactly when the report has a mandatory finding
     report = json.loads((out / REPORT_NAME).read_text())

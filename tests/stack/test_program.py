@@ -64,7 +64,7 @@ def test_dev_node_group_outputs_tell_how_to_schedule() -> None:
 
 
 def test_cli_writes_the_preview(tmp_path: Path) -> None:
-    result = preview_cli("dev", "--out", str(tmp_path))
+    result = preview_cli("dev", "--out", str(tmp_path), "--verbose", "--no-base")
     assert result.returncode == expected_exit(tmp_path / "dev"), result.stderr  # the gate's verdict: tests/preview
     assert "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup  gpu-v100-group" in result.stdout
     resources = json.loads((tmp_path / "dev" / "resources.json").read_text())
@@ -95,20 +95,35 @@ def test_cli_refuses_an_invalid_config_without_traceback(tmp_path: Path) -> None
     assert not (tmp_path / "out").exists(), "nothing is written for an invalid config"
 
 
-def test_preview_announces_a_node_group_replacement(tmp_path: Path) -> None:
+def test_preview_announces_a_node_group_replacement_against_its_base_only(tmp_path: Path) -> None:
+    """The replacement is found against an explicit base (here --base-dir), never against leftovers in --out."""
     config = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc_drivers_cuda"
     config["gpu-platform:nodeGroups"]["v100"]["hostDriverRemoval"] = True
     project = _project_copy(tmp_path, config)
-    out = tmp_path / "out"
-    assert preview_cli("dev", "--root", str(project), "--out", str(out)).returncode == expected_exit(out / "dev")
+    base = tmp_path / "base"
+    assert preview_cli("dev", "--root", str(project), "--out", str(base)).returncode == expected_exit(base / "dev")
     config["gpu-platform:nodeGroups"]["v100"]["gpuEnvironment"] = "runc"
     del config["gpu-platform:nodeGroups"]["v100"]["hostDriverRemoval"]
     (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": config}))
-    result = preview_cli("dev", "--root", str(project), "--out", str(out))
+    out = tmp_path / "out"
+    result = preview_cli("dev", "--root", str(project), "--out", str(out), "--base-dir", str(base))
     assert result.returncode == expected_exit(out / "dev"), result.stderr
-    assert "REPLACE gpu-v100-group: gpuEnvironment 'runc_drivers_cuda' -> 'runc'" in result.stdout
-    assert "create-before-delete" in result.stdout
+    line = next(line for line in result.stdout.splitlines() if "REPLACE gpu-v100-group" in line)
+    assert "gpuEnvironment 'runc_drivers_cuda' -> 'runc'" in line and "create-before-delete" in line
+    assert "DELETE node-agent-daemonset (kubernetes:apps/v1:DaemonSet)" in result.stdout
+    # the old preview lying in --out is no baseline: a project folder that is no git checkout has none
+    leftovers = preview_cli("dev", "--root", str(project), "--out", str(base))
+    assert "REPLACE" not in leftovers.stdout and "no base preview to compare with" in leftovers.stdout
+
+
+def test_the_summary_prints_each_policy_once_and_the_tree_only_when_verbose(tmp_path: Path) -> None:
+    result = preview_cli("prod", "--out", str(tmp_path), "--no-base")
+    assert result.returncode == expected_exit(tmp_path / "prod"), result.stderr
+    digest_lines = [line for line in result.stdout.splitlines() if "container-image-digest-pinned" in line]
+    assert len(digest_lines) == 1 and " resources, e.g. " in digest_lines[0], digest_lines
+    assert "KubernetesNodeGroup  " not in result.stdout and "command:remote:Command  " not in result.stdout
+    assert len(result.stdout.splitlines()) < 15, result.stdout
 
 
 def test_two_previews_write_byte_identical_files(tmp_path: Path) -> None:

@@ -1,0 +1,131 @@
+"""The Markdown report of one stack's diff, sized for a pull-request comment.
+
+Summary table first (counts, replaced and deleted resources, re-partitioned GPUs, drained nodes,
+drivers, policy verdict), then each section in a collapsed ``<details>``. The first line is a hidden
+marker (``<!-- gpu-platform-diff:<stack> -->``) by which the pull-request workflow finds the comment
+it posted before and updates it instead of adding another. GitHub refuses comments over 65,536
+characters: past ``MAX_CHARS`` the details are cut and the report says where the whole one is.
+"""
+
+from __future__ import annotations
+
+from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Change, ResourceChange, StackDiff
+from preview.summary import finding_groups, gpu_ranges
+
+MARKER = "<!-- gpu-platform-diff:{stack} -->"
+MAX_CHARS = 60_000
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a table cell or inline code: no pipes, no newlines, no backticks."""
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def _code(text: str) -> str:
+    return f"`{_cell(text)}`"
+
+
+def _details(title: str, body: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{title}</summary>", "", *body, "", "</details>", ""]
+
+
+def _change_rows(changes: tuple[Change, ...] | list[Change]) -> list[str]:
+    rows = ["| path | before | after |", "| --- | --- | --- |"]
+    rows += [f"| {_code(c.path)} | {_code(c.old)} | {_code(c.new)} |" for c in changes]
+    for change in changes:
+        if change.text_diff:
+            rows += ["", f"{_code(change.path)}:", "", "```diff", *change.text_diff, "```"]
+    return rows
+
+
+def _resource_section(diff: StackDiff) -> list[str]:
+    body: list[str] = []
+    for change in diff.resources:
+        body.append(f"#### {change.action}: {_code(change.name)} ({_code(change.type)})")
+        if change.reasons:
+            body.append(f"Replaced because: {'; '.join(_code(r) for r in change.reasons)}. {change.note}".rstrip())
+        if change.changes:
+            body += ["", *_change_rows(change.changes)]
+        body.append("")
+    return body
+
+
+def _pool_section(diff: StackDiff) -> list[str]:
+    body = ["| pool | GPU | before | after |", "| --- | --- | --- | --- |"]
+    for pool in diff.repartitioned:
+        for gpu in pool.gpus:
+            if gpu.repartitioned:
+                body.append(f"| {_code(pool.name)} | {gpu.index} | {_code(gpu.before)} | {_code(gpu.after)} |")
+    body.append("")
+    body += [f"- {_code(pool.name)}: {pool.drain}" for pool in diff.repartitioned]
+    return body
+
+
+def _names(changes: list[ResourceChange]) -> str:
+    return ", ".join(_code(c.name) for c in changes) or "none"
+
+
+def _summary_table(diff: StackDiff) -> list[str]:
+    counts = diff.counts()
+    replaced = "; ".join(f"{_code(c.name)}: " + "; ".join(_code(r) for r in c.reasons) for c in diff.of(REPLACE))
+    gpus = "; ".join(f"{_code(p.name)}: GPUs {gpu_ranges(p.repartitioned)}" for p in diff.repartitioned)
+    drivers = "; ".join(
+        ", ".join(_code(name) for name in names) + f": {_code(before)} -> {_code(after)}"
+        for names, before, after in diff.driver_groups()
+    )
+    verdict = diff.verdict_after.describe()
+    if diff.verdict_before and diff.verdict_before != diff.verdict_after:
+        verdict += f" (was {diff.verdict_before.describe()})"
+    return [
+        "| | |",
+        "| --- | --- |",
+        f"| replaced ({counts[REPLACE]}) | {replaced or 'none'} |",
+        f"| deleted ({counts[DELETE]}) | {_names(diff.of(DELETE))} |",
+        f"| created ({counts[CREATE]}) | {_names(diff.of(CREATE))} |",
+        f"| GPUs re-partitioned | {gpus or 'none'} |",
+        f"| nodes drained for MIG | {', '.join(_code(p.name) for p in diff.drained) or 'none'} |",
+        f"| GPU nodes replaced | {'; '.join(f'{_code(p.name)}: {_cell(p.nodes_replaced)}' for p in diff.pools if p.nodes_replaced) or 'none'} |",
+        f"| driver | {drivers or 'unchanged'} |",
+        f"| policy gate | {verdict}; {len(diff.appeared)} finding(s) new, {len(diff.disappeared)} gone |",
+    ]
+
+
+def markdown_report(diff: StackDiff, full_report: str = "") -> str:
+    """The comment text (``full_report``: where the whole report is, named when the text is cut)."""
+    counts = diff.counts()
+    lines = [
+        MARKER.format(stack=diff.stack),
+        f"### Stack `{diff.stack}`: {counts[CREATE]} to create, {counts[UPDATE]} to update, "
+        f"{counts[REPLACE]} to replace, {counts[DELETE]} to delete",
+        "",
+        f"Offline preview of {_code(diff.head)} against {_code(diff.base)} (the real program under mocks, no cloud "
+        "credentials). Secret values are masked in both previews, so a changed secret does not show.",
+        "",
+        *_summary_table(diff),
+        "",
+    ]
+    if diff.empty:
+        lines += ["No change.", ""]
+    if diff.resources:
+        lines += _details(f"Resources ({len(diff.resources)} changed)", _resource_section(diff))
+    if diff.repartitioned:
+        lines += _details(
+            f"MIG: {sum(len(p.repartitioned) for p in diff.repartitioned)} GPU(s) re-partitioned", _pool_section(diff)
+        )
+    if diff.outputs:
+        lines += _details(f"Stack outputs ({len(diff.outputs)} changed)", _change_rows(diff.outputs))
+    if diff.appeared or diff.disappeared:
+        body = [f"- new: {_cell(line)}" for line in finding_groups(diff.appeared)]
+        body += [f"- gone: {_cell(line)}" for line in finding_groups(diff.disappeared)]
+        lines += _details("Policy findings that appear or disappear", body)
+    if diff.findings_after:
+        body = [f"- {_cell(line)}" for line in finding_groups(diff.findings_after)]
+        lines += _details(f"Policy findings now ({len(diff.findings_after)}, one line per policy)", body)
+    text = "\n".join(lines).rstrip() + "\n"
+    if len(text) > MAX_CHARS:
+        where = f" The whole report: {full_report}." if full_report else ""
+        cut = text[:MAX_CHARS].rsplit("\n", 1)[0]
+        if cut.count("\n```") % 2:  # inside a code block: close it
+            cut += "\n```"
+        text = cut + f"\n\n</details>\n\n*Cut at {MAX_CHARS} characters.{where}*\n"
+    return text

@@ -1,0 +1,86 @@
+"""The console summary of a preview or a diff: what a person reads in ten seconds.
+
+Counts of create/update/replace/delete, every replaced resource with its reason, every deleted
+resource by name, the pools whose GPUs get re-partitioned and whether their nodes are drained, driver
+changes, and the policy verdict with each policy's findings on one line (56 Jobs without an image
+digest are one line, not 56). The full tree and every finding: ``--verbose``, ``policy-report.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Finding, PoolChange, StackDiff
+
+
+def gpu_ranges(indices: Iterable[int]) -> str:
+    """``0-3, 6``: GPU indices as ranges."""
+    items = sorted(indices)
+    spans: list[str] = []
+    start = previous = None
+    for index in [*items, None]:
+        if index is not None and previous is not None and index == previous + 1:
+            previous = index
+            continue
+        if start is not None:
+            spans.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = index
+    return ", ".join(spans)
+
+
+def repartition_line(pool: PoolChange) -> str:
+    """``gpu-node-2 (H100-80GB): GPUs 0-7 re-partitioned (3g.40gb@0-3 ... -> ...); drained by ...``."""
+    changed = [g for g in pool.gpus if g.repartitioned]
+    layouts = sorted({f"{g.before} -> {g.after}" for g in changed})
+    shown = "; ".join(layouts[:2]) + (f"; {len(layouts) - 2} more layouts" if len(layouts) > 2 else "")
+    nodes = f", each of up to {pool.nodes} nodes" if pool.nodes > 1 else ""
+    return (
+        f"{pool.name} ({pool.model}{nodes}): GPU{'s' if len(changed) > 1 else ''} {gpu_ranges(pool.repartitioned)} "
+        f"re-partitioned ({shown}); {pool.drain}"
+    )
+
+
+def finding_groups(findings: Iterable[Finding]) -> list[str]:
+    """One line per policy and level: how many resources, and one example message."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.enforcement, finding.policy), []).append(finding)
+    lines = []
+    for (enforcement, policy), items in sorted(groups.items(), key=lambda item: (item[0][0] != "mandatory", item[0])):
+        if len(items) == 1:
+            lines.append(f"[{enforcement}] {policy}: {items[0].message}")
+        else:
+            lines.append(f"[{enforcement}] {policy}: {len(items)} resources, e.g. {items[0].message}")
+    return lines
+
+
+def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> list[str]:
+    """The summary of one stack's diff (``findings``: the head's findings, grouped; default: the diff's changes)."""
+    counts = diff.counts()
+    lines = [
+        f"Stack {diff.stack}: {diff.resources_after} resources; against {diff.base}: "
+        f"{counts[CREATE]} to create, {counts[UPDATE]} to update, {counts[REPLACE]} to replace, "
+        f"{counts[DELETE]} to delete"
+    ]
+    for change in diff.of(REPLACE):
+        note = f". {change.note}" if change.note else ""
+        lines.append(f"  REPLACE {change.name} ({change.type}): {'; '.join(change.reasons)}{note}")
+    for change in diff.of(DELETE):
+        lines.append(f"  DELETE {change.name} ({change.type})")
+    for pool in diff.repartitioned:
+        lines.append(f"  MIG {repartition_line(pool)}")
+    for pools, before, after in diff.driver_groups():
+        lines.append(f"  DRIVER {', '.join(pools)}: {before} -> {after}")
+    if diff.appeared or diff.disappeared:
+        lines.append(f"  policy findings: {len(diff.appeared)} new, {len(diff.disappeared)} gone")
+        lines += [f"    + {line}" for line in finding_groups(diff.appeared)]
+        lines += [f"    - {line}" for line in finding_groups(diff.disappeared)]
+    if findings is not None:
+        lines += [f"  {line}" for line in finding_groups(findings)]
+    before = (
+        f" (was {diff.verdict_before.describe()})"
+        if diff.verdict_before and diff.verdict_before != diff.verdict_after
+        else ""
+    )
+    lines.append(f"policy gate {diff.verdict_after.describe()}{before}")
+    return lines
