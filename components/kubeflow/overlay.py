@@ -124,6 +124,8 @@ class KubeflowOverlaySpec:
     dex_username: str | None = None
     ingress_host: str | None = None
     """Public HTTPS host of the Ingress (the component creates it); makes oauth2-proxy cookies Secure."""
+    spawner_ui_config: str | None = None
+    """The notebook spawner's whole config file (``components.kubeflow.spawner``); None keeps upstream's."""
     _enabled: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -436,6 +438,10 @@ def _header(spec: KubeflowOverlaySpec, stage: Stage) -> str:
         f"cert-manager: {'installed' if spec.install_cert_manager else 'left out (the cluster provides it)'}.",
         f"Disabled components: {', '.join(spec.disabled_components) or 'none'}.",
     ]
+    if _spawner_stage(spec) == stage:
+        lines.append(
+            f"Notebook spawner: {km.SPAWNER_CONFIG_KEY} is upstream's, plus the fleet's MIG resources and GPU pools."
+        )
     if spec.ingress_host and "oauth2-proxy" in stage_components(spec, stage):
         lines.append(f"Served at https://{spec.ingress_host}/ (oauth2-proxy FORCE_HTTPS=true).")
     components = stage_components(spec, stage)
@@ -464,7 +470,25 @@ def _kustomization(spec: KubeflowOverlaySpec, checkout: str, stage: Stage) -> st
         )
     if patches:
         document["patches"] = patches
+    if _spawner_stage(spec) == stage:
+        # Upstream's generator builds the ConfigMap from its file; a merge generator replaces that key
+        # with ours (same name, so the Deployment follows the new content hash).
+        document["configMapGenerator"] = [
+            {
+                "name": km.SPAWNER_CONFIGMAP,
+                "namespace": km.SPAWNER_NAMESPACE,
+                "behavior": "merge",
+                "files": [km.SPAWNER_CONFIG_KEY],
+            }
+        ]
     return _header(spec, stage) + _dump(document)
+
+
+def _spawner_stage(spec: KubeflowOverlaySpec) -> Stage | None:
+    """The stage that holds the jupyter web app, when the spec changes its spawner config."""
+    if spec.spawner_ui_config is None:
+        return None
+    return next((stage for stage in STAGES if km.SPAWNER_COMPONENT in stage_components(spec, stage)), None)
 
 
 def review_command(overlay_dir: str | os.PathLike[str] | None, stage: Stage) -> str:
@@ -519,6 +543,9 @@ def render_overlay(spec: KubeflowOverlaySpec, overlay_dir: str | os.PathLike[str
     files = {"README.md": _readme(spec, overlay_dir)}
     for stage in STAGES:
         files[f"{stage.directory}/kustomization.yaml"] = _kustomization(spec, checkout, stage)
+    spawner = _spawner_stage(spec)
+    if spawner is not None and spec.spawner_ui_config is not None:
+        files[f"{spawner.directory}/{km.SPAWNER_CONFIG_KEY}"] = spec.spawner_ui_config
     return dict(sorted(files.items()))
 
 
