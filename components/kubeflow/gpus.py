@@ -26,13 +26,12 @@ from typing import Any, Literal
 from components.base.problems import Problem, join_path
 from components.catalog import kubeflow_manifests as km
 from components.catalog.gpu_operator_chart import GPU_RESOURCE, MIG_RESOURCE_PREFIX
+from components.catalog.gpu_quotas import gpu_quota_resource, uncounted_quota_problem
 from components.catalog.kubernetes import EXTENDED_RESOURCE_QUOTA_PREFIX
 from components.catalog.names import GPU_POOL_PODDEFAULT_LABEL_PREFIX, GPU_POOL_PODDEFAULT_PREFIX
 
 QuotaCheck = Literal["warn", "refuse"]
 
-NVIDIA_DOMAIN = "nvidia.com/"  #: every resource NVIDIA's device plugin advertises lives in this domain
-_LIMITS_PREFIX = "limits."
 _WHOLE = re.compile(r"\+?[0-9]+\Z")
 _MAX_LABEL_NAME = 63  #: a label key's name part (after the prefix), Kubernetes' limit
 
@@ -107,7 +106,7 @@ def quota_findings(
     asked: dict[str, list[tuple[str, int]]] = {}
     for index, profile in enumerate(profiles):
         for key, quantity in profile.resource_quota.items():
-            resource = _gpu_resource(key)
+            resource = gpu_quota_resource(key)
             if resource is None:
                 continue
             here = join_path(path, "profiles", index, "resourceQuota", key)
@@ -139,20 +138,10 @@ def quota_findings(
     return QuotaFindings(tuple(problems), tuple(warnings))
 
 
-def _gpu_resource(key: str) -> str | None:
-    """The NVIDIA resource a quota key is about (``requests.nvidia.com/gpu`` -> ``nvidia.com/gpu``), else None."""
-    for prefix in (EXTENDED_RESOURCE_QUOTA_PREFIX, _LIMITS_PREFIX, ""):
-        if key.startswith(prefix) and key[len(prefix) :].startswith(NVIDIA_DOMAIN):
-            return key[len(prefix) :]
-    return None
-
-
 def _key_problem(key: str, resource: str, quantity: str, fleet: GpuFleet) -> str | None:
-    if not key.startswith(EXTENDED_RESOURCE_QUOTA_PREFIX):
-        return (
-            f"Kubernetes counts an extended resource in a quota only as {EXTENDED_RESOURCE_QUOTA_PREFIX}{resource} "
-            f"(a {key.split(NVIDIA_DOMAIN)[0] or 'bare '}key caps nothing); use {EXTENDED_RESOURCE_QUOTA_PREFIX}{resource}"
-        )
+    uncounted = uncounted_quota_problem(key)
+    if uncounted:
+        return uncounted
     if resource not in fleet.capacity:
         offered = ", ".join(fleet.capacity) or "none (the stack has no GPU pool)"
         hint = ""

@@ -57,7 +57,7 @@ def test_under_the_single_strategy_a_mig_quota_is_refused_with_the_strategy_name
 @pytest.mark.parametrize("key", ["limits.nvidia.com/gpu", "nvidia.com/gpu"])
 def test_a_gpu_quota_that_kubernetes_never_counts_is_refused(key: str) -> None:
     (line,) = refusal(_with_quota("dev", {key: "1"}))
-    assert line.startswith(f"kubeflow.profiles[0].resourceQuota.{key}: Kubernetes counts an extended resource")
+    assert line.startswith(f"kubeflow.profiles[0].resourceQuota.{key}: Kubernetes counts an extended resource"), line
     assert line.endswith("use requests.nvidia.com/gpu")
 
 
@@ -92,7 +92,9 @@ def test_oversubscription_with_warn_plans_and_says_so() -> None:
 
 def test_a_resource_the_fleet_lacks_is_refused_even_with_warn() -> None:
     lines = refusal(_with_quota("dev", {"requests.nvidia.com/mig-2g.20gb": "1"}, gpuQuotaCheck="warn"))
-    assert [line.split(":")[0] for line in lines] == ["kubeflow.profiles[0].resourceQuota.requests.nvidia.com/mig-2g.20gb"]
+    assert [line.split(":")[0] for line in lines] == [
+        "kubeflow.profiles[0].resourceQuota.requests.nvidia.com/mig-2g.20gb"
+    ]
 
 
 def test_quotas_add_up_across_profiles_and_a_bigger_pool_fits_them() -> None:
