@@ -83,7 +83,8 @@ def plan_stack(stack: StackConfig) -> Plan:
     problems.extend(driver_problems)
     problems.extend(extra_values_problems(stack.gpu_operator))
     problems.extend(mig_problems)
-    fleet = _kubeflow_fleet(pools, mig)
+    # What the pools advertise is known only once every MIG layout and the strategy are valid.
+    fleet = _kubeflow_fleet(pools, mig) if not mig_problems else GpuFleet()
     kubeflow_warnings: tuple[str, ...] = ()
     if stack.kubeflow is not None and stack.kubeflow.enabled and not mig_problems:
         findings = quota_findings(stack.kubeflow.profile_quotas(), fleet, stack.kubeflow.gpu_quota_check)

@@ -113,3 +113,9 @@ def test_other_quotas_are_not_gpu_checked() -> None:
 def test_an_unknown_check_mode_is_refused_by_key() -> None:
     lines = refusal(set_path(stack_raw("dev"), "kubeflow.gpuQuotaCheck", "ignore"))
     assert any(line.startswith("kubeflow.gpuQuotaCheck: ") and "warn" in line and "refuse" in line for line in lines)
+
+
+def test_an_invalid_mig_plan_is_reported_alone_without_a_quota_check() -> None:
+    """Forcing single on prod's mixed layouts is the MIG section's problem; quotas are checked once it is valid."""
+    (line,) = refusal(set_path(stack_raw("prod"), "mig.strategy", "single"))
+    assert line.startswith("mig.strategy: single cannot serve GPUs with several profile types")
