@@ -70,12 +70,13 @@ def test_a_gpu_quota_must_be_whole_devices() -> None:
 
 
 def test_oversubscription_is_refused_by_default_with_each_share_and_each_pool() -> None:
-    raw = _with_quota("prod", {"requests.nvidia.com/mig-2g.20gb": "6"}, index=1)
+    raw = _with_quota("prod", {"requests.nvidia.com/mig-3g.40gb": "10"}, index=0)
     (line,) = refusal(raw)
     assert line == (
-        "kubeflow.profiles: requests.nvidia.com/mig-2g.20gb: the Profiles' quotas add up to 14 (team-vision 8, "
-        "team-llm 6), the fleet provides 8 at its maximum size (bareMetal.nodes[1]: 8 per node x 1 node); lower the "
-        "quotas, grow the pools, or set kubeflow.gpuQuotaCheck: warn to oversubscribe"
+        "kubeflow.profiles: requests.nvidia.com/mig-3g.40gb: the Profiles' quotas add up to 18 (team-vision 10, "
+        "team-llm 8), the fleet provides 16 at its maximum size (bareMetal.nodes[1]: 8 per node x 1 node; "
+        "bareMetal.nodes[2]: 8 per node x 1 node); lower the quotas, grow the pools, or set kubeflow.gpuQuotaCheck: "
+        "warn to oversubscribe"
     )
 
 
