@@ -85,6 +85,7 @@ def test_the_overlay_ships_the_file_beside_a_merge_generator_only_with_jupyter(u
     text = spawner_config(upstream, FLEET)
     files = render_overlay(KubeflowOverlaySpec("../tree", spawner_ui_config=text))
     assert files[f"{PLATFORM.directory}/{km.SPAWNER_CONFIG_KEY}"] == text
+    assert f"`{PLATFORM.directory}/{km.SPAWNER_CONFIG_KEY}` is upstream's" in files["README.md"]
     kustomization = yaml.safe_load(files[f"{PLATFORM.directory}/kustomization.yaml"])
     assert kustomization["configMapGenerator"] == [
         {
@@ -97,5 +98,6 @@ def test_the_overlay_ships_the_file_beside_a_merge_generator_only_with_jupyter(u
     without = tuple(c for c in ALL if c not in {"jupyter", "user-namespace"})
     lean = render_overlay(KubeflowOverlaySpec("../tree", components=without, spawner_ui_config=text))
     assert f"{PLATFORM.directory}/{km.SPAWNER_CONFIG_KEY}" not in lean
+    assert "notebook spawner" not in lean["README.md"]
     assert "configMapGenerator" not in yaml.safe_load(lean[f"{PLATFORM.directory}/kustomization.yaml"])
     assert render_overlay(KubeflowOverlaySpec("../tree", spawner_ui_config=text)) == files  # deterministic
