@@ -95,6 +95,13 @@ def quantity_problem(value: str) -> str | None:
     return None
 
 
+#: A ResourceQuota counts an extended resource (``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``) only as
+#: ``requests.<name>``: "only quota items with prefix requests. are allowed" (kubernetes.io, Resource Quotas,
+#: "Resource Quota For Extended Resources"); the API accepts ``limits.<name>`` or a bare name but the quota
+#: evaluator never counts them, so such a key caps nothing.
+EXTENDED_RESOURCE_QUOTA_PREFIX = "requests."
+
+
 def int_or_percent_problem(value: object, *, allow_zero: bool = True) -> str | None:
     """Why ``value`` is not a maxUnavailable-style count: an int >= 0 or ``"0%"``..``"100%"``, or None."""
     low = 0 if allow_zero else 1

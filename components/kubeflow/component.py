@@ -33,6 +33,7 @@ from components.catalog import kubeflow_manifests as km
 from components.catalog.names import KUBEFLOW_TYPE
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.config import KubeflowConfig
+from components.kubeflow.gpus import GpuFleet, pod_default
 from components.kubeflow.overlay import (
     FOUNDATION,
     PLATFORM,
@@ -43,6 +44,7 @@ from components.kubeflow.overlay import (
     required_secrets,
     write_overlay,
 )
+from components.kubeflow.spawner import read_upstream, spawner_config
 
 OVERLAY_ROOT = Path("build") / "kubeflow"
 INGRESS_GATEWAY = ("istio-system", "istio-ingressgateway", 80)
@@ -57,6 +59,8 @@ class KubeflowArgs:
     provider: k8s.Provider
     dex_password_hash: pulumi.Input[str]
     oidc_client_secret: pulumi.Input[str] | None = None
+    gpus: GpuFleet = dataclasses.field(default_factory=GpuFleet)
+    """The stack's GPU pools and what they advertise (the stack plan): spawner entries and PodDefaults."""
 
 
 def kubeflow_namespaces(install_cert_manager: bool) -> list[str]:
@@ -106,7 +110,9 @@ class Kubeflow(pulumi.ComponentResource):
         self.overlay = overlay_dir(args.stack)
         # The config names the tree relative to the project; kustomize reads it relative to the overlay.
         spec = dataclasses.replace(
-            config.overlay_spec(), manifests_path=manifests_path_for(config.manifests_path, self.overlay)
+            config.overlay_spec(),
+            manifests_path=manifests_path_for(config.manifests_path, self.overlay),
+            spawner_ui_config=self._spawner_config(config, args.gpus),
         )
         write_overlay(spec, self.overlay)
         self.url = f"https://{config.ingress.host}/"
@@ -132,8 +138,38 @@ class Kubeflow(pulumi.ComponentResource):
         after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[platform]))
         self.ingress = self._ingress(name, config, after)
         for profile in config.profiles:
-            self._profile(name, profile.name, profile.owner, profile.resource_quota, after)
+            created = self._profile(name, profile.name, profile.owner, profile.resource_quota, after)
+            self._pod_defaults(name, profile.name, args.gpus, child, created)
         self.register_outputs({"url": self.url, "version": config.tag})
+
+    @staticmethod
+    def _spawner_config(config: KubeflowConfig, gpus: GpuFleet) -> str | None:
+        """Upstream's spawner config plus the fleet's MIG resources and pools; None: nothing to add, or no tree.
+
+        Without the tree (only the offline preview goes on, with the checkout notice) there is no file to edit.
+        """
+        upstream = read_upstream(config.manifests_path)
+        if upstream is None:
+            return None
+        text = spawner_config(upstream, gpus)
+        return text if text != upstream else None
+
+    @staticmethod
+    def _pod_defaults(
+        name: str, profile: str, gpus: GpuFleet, opts: pulumi.ResourceOptions, created: pulumi.Resource
+    ) -> None:
+        """One PodDefault per GPU pool in the Profile's namespace, after the Profile (its controller makes the namespace)."""
+        after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[created]))
+        for pool in gpus.pools:
+            body = pod_default(pool, profile)
+            k8s.apiextensions.CustomResource(
+                f"{name}-poddefault-{profile}-{pool.name}",
+                api_version=body["apiVersion"],
+                kind=body["kind"],
+                metadata=k8s.meta.v1.ObjectMetaArgs(**body["metadata"]),
+                spec=body["spec"],
+                opts=after,
+            )
 
     @staticmethod
     def _check_checkout(config: KubeflowConfig) -> None:
@@ -264,11 +300,13 @@ class Kubeflow(pulumi.ComponentResource):
         )
 
     @staticmethod
-    def _profile(name: str, profile: str, owner: str, quota: dict[str, str], opts: pulumi.ResourceOptions) -> None:
+    def _profile(
+        name: str, profile: str, owner: str, quota: dict[str, str], opts: pulumi.ResourceOptions
+    ) -> pulumi.Resource:
         spec: dict[str, Any] = {"owner": {"kind": "User", "name": owner}}
         if quota:
             spec["resourceQuotaSpec"] = {"hard": dict(sorted(quota.items()))}
-        k8s.apiextensions.CustomResource(
+        return k8s.apiextensions.CustomResource(
             f"{name}-profile-{profile}",
             api_version="kubeflow.org/v1",
             kind="Profile",

@@ -16,6 +16,7 @@ from components.base.problems import Problem, join_path
 from components.catalog import kubeflow_manifests as km
 from components.catalog.kubernetes import dns_label_problem, email_problem, hostname_problem, quantity_problem
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
+from components.kubeflow.gpus import ProfileQuota, QuotaCheck
 from components.kubeflow.overlay import KubeflowOverlayError, KubeflowOverlaySpec
 
 _SECRET_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}\Z")
@@ -73,6 +74,12 @@ class KubeflowConfig(ConfigModel):
     )
     ingress: IngressConfig
     profiles: list[ProfileConfig] = Field(default_factory=list)
+    gpu_quota_check: QuotaCheck = Field(
+        default="refuse",
+        description="when the Profiles' quotas on a GPU resource add up to more than the fleet provides at its "
+        "maximum size: refuse the stack, or warn and go on (oversubscription); a quota on a GPU resource no pool "
+        "advertises is always refused",
+    )
     await_timeout_seconds: int = Field(
         default=900,
         ge=60,
@@ -90,6 +97,10 @@ class KubeflowConfig(ConfigModel):
             dex_username=self.dex.username,
             ingress_host=self.ingress.host,
         )
+
+    def profile_quotas(self) -> tuple[ProfileQuota, ...]:
+        """Each Profile's name and quota, for the fleet check (``gpus.quota_findings``)."""
+        return tuple(ProfileQuota(profile.name, dict(profile.resource_quota)) for profile in self.profiles)
 
     def secret_keys(self) -> set[str]:
         """Secret config keys this section names."""

@@ -8,14 +8,15 @@ nothing downstream re-derives or re-checks it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
-from components.catalog.pools import GpuPool
+from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
 from components.gpu_operator.values import build_values, extra_values_problems
+from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
 from components.mig.plan import MigPlanResult, mig_values, plan_mig
 from components.mig.recorded import RecordedPlan
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
@@ -44,6 +45,8 @@ class Plan:
     observability: ObservabilityPlan | None = None  # None: off, or no operator (nothing to observe)
     #: Settings that are legal but risky, each with why; the program prints each once.
     warnings: tuple[str, ...] = ()
+    #: The GPU pools as Kubeflow offers them (quotas checked against it, spawner entries, PodDefaults).
+    kubeflow_gpus: GpuFleet = field(default_factory=GpuFleet)
 
     def pool(self, name: str) -> GpuPool:
         """The pool called ``name`` (a node group name or a bare-metal node name)."""
@@ -84,6 +87,13 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
     problems.extend(driver_problems)
     problems.extend(extra_values_problems(stack.gpu_operator))
     problems.extend(mig_problems)
+    # What the pools advertise is known only once every MIG layout and the strategy are valid.
+    fleet = _kubeflow_fleet(pools, mig) if not mig_problems else GpuFleet()
+    kubeflow_warnings: tuple[str, ...] = ()
+    if stack.kubeflow is not None and stack.kubeflow.enabled and not mig_problems:
+        findings = quota_findings(stack.kubeflow.profile_quotas(), fleet, stack.kubeflow.gpu_quota_check)
+        problems.extend(findings.problems)
+        kubeflow_warnings = findings.warnings
     if problems:
         raise StackConfigError(problems)
     operator = None
@@ -111,8 +121,28 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
         operator=operator,
         smoke_targets=targets,
         observability=observability,
-        warnings=_warnings(stack),
+        warnings=_warnings(stack) + kubeflow_warnings,
+        kubeflow_gpus=fleet,
     )
+
+
+def _kubeflow_fleet(pools: tuple[GpuPool, ...], mig: MigPlanResult) -> GpuFleet:
+    """Each pool's advertised resources (the MIG plan) and scheduling, as plain data for the Kubeflow capability."""
+    offered = []
+    for pool in pools:
+        scheduling = pool_scheduling(pool)
+        offered.append(
+            FleetPool(
+                name=pool.name,
+                config_path=pool.config_path,
+                model=pool.model.key,
+                max_nodes=pool.max_nodes,
+                resources_per_node=mig.resources_per_node(pool),
+                node_selector=scheduling["nodeSelector"],
+                tolerations=tuple(scheduling["tolerations"]),
+            )
+        )
+    return GpuFleet(tuple(offered), mig.strategy)
 
 
 def _observability(

@@ -146,6 +146,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 provider=provider,
                 dex_password_hash=secrets.dex_password_hash,
                 oidc_client_secret=secrets.oidc_client_secret,
+                gpus=plan.kubeflow_gpus,
             ),
         )
     return platform

@@ -33,6 +33,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
+from components.catalog.gpu_quotas import gpu_quota_resource, known_gpu_resources, uncounted_quota_problem
 from components.catalog.kubeflow_manifests import (
     DEFAULT_COOKIE_SECRET,
     DEFAULT_OIDC_CLIENT_SECRET,
@@ -42,6 +43,7 @@ from components.catalog.kubeflow_manifests import (
     PUBLIC_DEFAULT_CREDENTIALS,
     PUBLIC_DEFAULT_SECRET_VALUES,
 )
+from components.catalog.names import PROFILE_TYPES
 
 from .names import INGRESS_TYPES, SECRET_TYPES
 from .props import get, items, mapping, text
@@ -201,4 +203,54 @@ ingress_tls = ResourceValidationPolicy(
     tags=["kubeflow", "security"],
 )
 
-POLICIES = [kubeflow_no_public_credentials, ingress_tls]
+_QUOTA_SCHEMA = PolicyConfigSchema(
+    properties={
+        "extraGpuResources": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "nvidia.com resources a Profile quota may name beyond the catalog's (e.g. a renamed "
+            "time-sliced nvidia.com/gpu.shared)",
+        }
+    }
+)
+
+
+def _validate_profile_quotas(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in PROFILE_TYPES:
+        return
+    name = text(get(args.props, "metadata", "name")) or args.name
+    try:
+        hard = mapping(get(args.props, "spec", "resourceQuotaSpec", "hard"))
+    except UnknownValueError:
+        return
+    extra = set(string_list(setting(args, _QUOTA_SCHEMA, "extraGpuResources")))
+    known = known_gpu_resources() | extra
+    for key in sorted(hard):
+        resource = gpu_quota_resource(key)
+        if resource is None:
+            continue
+        uncounted = uncounted_quota_problem(key)
+        if uncounted:
+            report(f"Profile {name} quota {key}: {uncounted}", None)
+        elif resource not in known:
+            report(
+                f"Profile {name} quota {key}: {resource} is not a resource NVIDIA's device plugin advertises for any "
+                "GPU the catalog knows (nvidia.com/gpu, or nvidia.com/mig-<profile> such as nvidia.com/mig-1g.10gb), "
+                "so it caps nothing; fix the name or list it in extraGpuResources",
+                None,
+            )
+
+
+kubeflow_profile_gpu_quotas = ResourceValidationPolicy(
+    name="kubeflow-profile-gpu-quotas",
+    description="A Kubeflow Profile's quota on an NVIDIA resource names one the device plugin can advertise, "
+    "as requests.<name> (the only form Kubernetes counts): a misspelt GPU quota caps nothing.",
+    validate=_validate_profile_quotas,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=_QUOTA_SCHEMA,
+    tags=["kubeflow", "gpu"],
+)
+
+POLICIES = [kubeflow_no_public_credentials, ingress_tls, kubeflow_profile_gpu_quotas]

@@ -57,6 +57,7 @@ def test_a_long_cluster_name_keeps_the_replacement_digest() -> None:
     long_group = "g" * 32
     raw = set_path(stack_raw("dev"), "cluster.name", "a" * 40)
     raw["nodeGroups"] = {long_group: raw["nodeGroups"]["v100"]}
+    raw["kubeflow"]["profiles"][0]["resourceQuota"] = {}  # its MIG quota named the a100 group's slices
     stack = plan_raw(raw).config
     group = stack.node_groups[long_group]
     name = cloud_name(stack.cluster.name, long_group, group)

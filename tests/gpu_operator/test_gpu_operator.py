@@ -121,7 +121,7 @@ def test_dev_operator_outputs() -> None:
         "driverOwner": "operator",
         "driverVersion": "580.95.05",
         "maxCuda": "13.0",
-        "gpuResourceNames": ["nvidia.com/gpu"],
+        "gpuResourceNames": ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"],  # dev runs mig.strategy mixed
     }
 
 

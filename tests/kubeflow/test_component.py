@@ -135,7 +135,9 @@ def test_ingress_is_https_to_the_istio_gateway(dev: ProgramRun) -> None:
 def test_profiles_as_code(dev: ProgramRun) -> None:
     profile = dev.one("kubernetes:kubeflow.org/v1:Profile", "kubeflow-profile-team-notebooks").inputs
     assert profile["spec"]["owner"] == {"kind": "User", "name": "ml-platform@example.com"}
-    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "2"}}
+    assert profile["spec"]["resourceQuotaSpec"] == {
+        "hard": {"requests.nvidia.com/gpu": "1", "requests.nvidia.com/mig-1g.10gb": "7"}
+    }
 
 
 def test_outputs_and_overlay_in_the_preview(dev: ProgramRun) -> None:
@@ -147,6 +149,7 @@ def test_outputs_and_overlay_in_the_preview(dev: ProgramRun) -> None:
         "kubeflow/README.md",
         "kubeflow/foundation/kustomization.yaml",
         "kubeflow/platform/kustomization.yaml",
+        "kubeflow/platform/spawner_ui_config.yaml",  # upstream's, plus the fleet's MIG resources and pools
     }
     assert "ml-platform@example.com" in files["kubeflow/platform/kustomization.yaml"]
     assert km.DEFAULT_PASSWORD_HASH not in "\n".join(files.values())

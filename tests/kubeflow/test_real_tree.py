@@ -368,6 +368,8 @@ def test_stages_are_the_example_minus_what_the_program_owns_and_what_is_left_out
             ("Deployment", "oauth2-proxy", "oauth2-proxy"),  # follows the re-hashed ConfigMap and the plain Secret name
             ("Deployment", *km.PIPELINES_MYSQL[:2]),  # reads its root password from mysql-secret
             ("Deployment", *km.KATIB_MYSQL[:2]),  # no MYSQL_ALLOW_EMPTY_PASSWORD
+            ("ConfigMap", km.SPAWNER_NAMESPACE, km.SPAWNER_CONFIGMAP),  # the fleet's MIG resources and pools
+            ("Deployment", km.SPAWNER_NAMESPACE, "jupyter-web-app-deployment"),  # follows the re-hashed ConfigMap
         }
     )
     platform = {key(o) for o in stack.directories[f"kubeflow-{PLATFORM.directory}"] if o["kind"] in _WEBHOOK_KINDS}
@@ -448,3 +450,88 @@ def test_platform_webhooks_wait_for_their_servers_and_foundation_ones_do_not(sta
         assert annotations.get(DEPENDS_ON_ANNOTATION) == servers[(webhook["kind"], webhook["metadata"]["name"])]
     for webhook in (o for o in foundation if o["kind"] in _WEBHOOK_KINDS):
         assert DEPENDS_ON_ANNOTATION not in (webhook["metadata"].get("annotations") or {}), webhook["metadata"]["name"]
+
+
+# --------------------------------------------------------------------------------------------
+# The notebook spawner: the fleet's MIG resources and GPU pools
+# --------------------------------------------------------------------------------------------
+
+MIG_PREFIX = "nvidia.com/mig-"
+
+
+def _spawner(objects: list[Obj]) -> tuple[Obj, str]:
+    """The rendered spawner ConfigMap (any content hash) and its config text."""
+    (configmap,) = [
+        o
+        for o in objects
+        if o["kind"] == "ConfigMap"
+        and o["metadata"].get("namespace") == km.SPAWNER_NAMESPACE
+        and _HASH_SUFFIX.sub("", o["metadata"]["name"]) == km.SPAWNER_CONFIGMAP
+    ]
+    return configmap, configmap["data"][km.SPAWNER_CONFIG_KEY]
+
+
+def test_spawner_lists_nvidia_gpu_and_every_mig_resource_the_fleet_advertises(
+    stack: StackRender, example: list[Obj]
+) -> None:
+    _configmap, text = _spawner(stack.objects)
+    _theirs, upstream = _spawner(example)
+    vendors = yaml.safe_load(text)["spawnerFormDefaults"]["gpus"]["value"]["vendors"]
+    advertised = stack.run.outputs["gpuOperator"]["gpuResourceNames"]
+    mig = [name for name in advertised if name.startswith(MIG_PREFIX)]
+    assert mig, "both example stacks run the mixed strategy"
+    keys = [vendor["limitsKey"] for vendor in vendors]
+    upstream_keys = [
+        v["limitsKey"] for v in yaml.safe_load(upstream)["spawnerFormDefaults"]["gpus"]["value"]["vendors"]
+    ]
+    assert keys == [upstream_keys[0], *mig, *upstream_keys[1:]]
+    assert keys[0] == "nvidia.com/gpu"
+    names = {vendor["limitsKey"]: vendor["uiName"] for vendor in vendors}
+    assert {name: names[name] for name in mig} == {name: f"NVIDIA MIG {name.removeprefix(MIG_PREFIX)}" for name in mig}
+    if stack.run.stack == "dev":
+        assert names == {
+            "nvidia.com/gpu": "NVIDIA",
+            "nvidia.com/mig-1g.10gb": "NVIDIA MIG 1g.10gb",
+            "amd.com/gpu": "AMD",
+            "habana.ai/gaudi": "Intel Gaudi",
+        }
+
+
+def test_spawner_offers_each_gpu_pool_as_a_node_affinity(stack: StackRender) -> None:
+    _configmap, text = _spawner(stack.objects)
+    options = yaml.safe_load(text)["spawnerFormDefaults"]["affinityConfig"]["options"]
+    pools = stack.run.outputs["gpuPools"]
+    assert [option["configKey"] for option in options] == [f"gpu-pool-{name}" for name in pools]
+    for option, (name, pool) in zip(options, pools.items(), strict=True):
+        (term,) = option["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        selected = {e["key"]: e["values"] for e in term["matchExpressions"] if e["operator"] == "In"}
+        assert selected == {k: [v] for k, v in pool["scheduling"]["nodeSelector"].items()}, name
+        assert name in option["displayName"] and pool["gpuModel"] in option["displayName"]
+
+
+def test_spawner_keeps_everything_else_of_upstreams_file(stack: StackRender, example: list[Obj]) -> None:
+    configmap, text = _spawner(stack.objects)
+    theirs, upstream = _spawner(example)
+    ours_parsed, upstream_parsed = yaml.safe_load(text), yaml.safe_load(upstream)
+    for document in (ours_parsed, upstream_parsed):
+        del document["spawnerFormDefaults"]["gpus"]["value"]["vendors"]
+        del document["spawnerFormDefaults"]["affinityConfig"]["options"]
+    assert ours_parsed == upstream_parsed
+    # Byte for byte outside the two edits: every upstream line (comments included) is there, in order.
+    lines = iter(text.splitlines())
+    edited = {"    options: []"}  # affinityConfig.options: [] became a list
+    missing = [line for line in upstream.splitlines() if line not in edited and not any(line == x for x in lines)]
+    assert missing == []
+    assert set(configmap["data"]) == set(theirs["data"]) == {km.SPAWNER_CONFIG_KEY}
+    assert {k: v for k, v in configmap["metadata"].items() if k != "name"} == {
+        k: v for k, v in theirs["metadata"].items() if k != "name"
+    }
+
+
+def test_jupyter_web_app_mounts_the_changed_spawner_config(stack: StackRender) -> None:
+    configmap, _text = _spawner(stack.objects)
+    deployment = find(stack.objects, "Deployment", "jupyter-web-app-deployment", km.SPAWNER_NAMESPACE)
+    mounted = [v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
+    assert configmap["metadata"]["name"] in mounted

@@ -32,9 +32,9 @@ def test_yandex_a100_group_gets_its_mig_label_at_creation(dev: ProgramRun) -> No
 
 def test_named_layouts_alone_use_the_operators_own_config(dev: ProgramRun) -> None:
     values = dev.one(RELEASE, "gpu-operator-release").inputs["values"]
-    assert values["mig"] == {"strategy": "single"}
+    assert values["mig"] == {"strategy": "mixed"}  # dev sets mixed, so Kubeflow quotas can cap the slices
     assert "config" not in values["migManager"]
-    assert dev.outputs["gpuPools"]["a100"]["resourcesPerNode"] == {"nvidia.com/gpu": 7}
+    assert dev.outputs["gpuPools"]["a100"]["resourcesPerNode"] == {"nvidia.com/mig-1g.10gb": 7}
 
 
 def test_bare_metal_nodes_get_labels_through_node_patches(prod: ProgramRun) -> None:

@@ -17,7 +17,12 @@ from components.catalog.kubeflow_manifests import (
     PUBLIC_DEFAULT_SECRET_VALUES,
     PublicDefault,
 )
-from policies.gpu_policies.kubeflow import ingress_tls, is_named, kubeflow_no_public_credentials
+from policies.gpu_policies.kubeflow import (
+    ingress_tls,
+    is_named,
+    kubeflow_no_public_credentials,
+    kubeflow_profile_gpu_quotas,
+)
 from tests.policies.support import config_for, run_resource
 
 SECRET = "kubernetes:core/v1:Secret"
@@ -201,3 +206,50 @@ def test_a_hash_suffixed_generated_secret_name_is_recognised() -> None:
     assert not is_named("mlpipeline-minio-artifact-copy", "mlpipeline-minio-artifact")
     props = _secret("kubeflow", "mlpipeline-minio-artifact-5c8fmt8k2h", {"secretkey": "minio123"})
     assert len(run_resource(kubeflow_no_public_credentials, SECRET, props).messages) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# kubeflow-profile-gpu-quotas
+# --------------------------------------------------------------------------------------------
+
+PROFILE = "kubernetes:kubeflow.org/v1:Profile"
+
+
+def _profile(hard: dict[str, str]) -> dict:
+    return {
+        "metadata": {"name": "team-a"},
+        "spec": {"owner": {"kind": "User", "name": "a@example.com"}, "resourceQuotaSpec": {"hard": hard}},
+    }
+
+
+def test_profile_quotas_on_advertised_gpu_resources_pass() -> None:
+    hard = {
+        "requests.nvidia.com/gpu": "2",
+        "requests.nvidia.com/mig-1g.10gb": "7",
+        "requests.nvidia.com/mig-1g.10gb.me": "1",
+        "requests.cpu": "8",
+    }
+    assert run_resource(kubeflow_profile_gpu_quotas, PROFILE, _profile(hard)).messages == []
+    assert kubeflow_profile_gpu_quotas.enforcement_level == EnforcementLevel.MANDATORY
+
+
+def test_a_misspelt_mig_resource_is_refused() -> None:
+    (message,) = run_resource(
+        kubeflow_profile_gpu_quotas, PROFILE, _profile({"requests.nvidia.com/mig-1g.10g": "7"})
+    ).messages
+    assert message.startswith(
+        "Profile team-a quota requests.nvidia.com/mig-1g.10g: nvidia.com/mig-1g.10g is not a resource"
+    )
+
+
+@pytest.mark.parametrize("key", ["limits.nvidia.com/gpu", "nvidia.com/mig-3g.40gb"])
+def test_a_gpu_quota_kubernetes_never_counts_is_refused(key: str) -> None:
+    (message,) = run_resource(kubeflow_profile_gpu_quotas, PROFILE, _profile({key: "1"})).messages
+    assert f"quota {key}: Kubernetes counts an extended resource in a quota only as requests." in message
+
+
+def test_extra_gpu_resources_are_allowed_by_config() -> None:
+    props = _profile({"requests.nvidia.com/gpu.shared": "4"})
+    assert len(run_resource(kubeflow_profile_gpu_quotas, PROFILE, props).messages) == 1
+    config = config_for(kubeflow_profile_gpu_quotas, extraGpuResources=["nvidia.com/gpu.shared"])
+    assert run_resource(kubeflow_profile_gpu_quotas, PROFILE, props, config=config).messages == []

@@ -36,7 +36,7 @@ print(json.dumps(seen))
 def test_the_lists_hold_every_policy_once() -> None:
     names = [policy.name for policy in ALL_POLICIES]
     assert [*RESOURCE_POLICIES, *STACK_POLICIES] == ALL_POLICIES
-    assert len(names) == len(set(names)) == 20
+    assert len(names) == len(set(names)) == 21
     assert all(isinstance(p, ResourceValidationPolicy) for p in RESOURCE_POLICIES)
     assert all(isinstance(p, StackValidationPolicy) for p in STACK_POLICIES)
 
@@ -95,6 +95,7 @@ def test_schema_defaults_satisfy_their_own_schemas() -> None:
         "host-network-allowlisted",
         "external-services-allowlisted",
         "ingress-tls",
+        "kubeflow-profile-gpu-quotas",
         "driver-supports-cuda",
     }
     assert parse_policy_config(document) == document

@@ -59,6 +59,7 @@ from tests.preview.support import (
 STACKS = available_stacks(ROOT)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SECRET = "kubernetes:core/v1:Secret"
+PROFILE = "kubernetes:kubeflow.org/v1:Profile"
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
 
 
@@ -161,6 +162,10 @@ def _no_tls(inputs: dict[str, Any]) -> None:
     inputs["spec"].pop("tls")
 
 
+def _misspelt_mig_quota(inputs: dict[str, Any]) -> None:
+    inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/mig-1g.10g"] = "7"
+
+
 def _mirrored_driver(inputs: dict[str, Any]) -> None:
     inputs["values"]["driver"]["repository"] = "registry.example.com/nvidia"
 
@@ -200,6 +205,7 @@ SEEDS: list[tuple[str, str, Callable[[ProgramRun], list[Registration]]]] = [
     ("mig-layouts-placeable", "bad-layout", lambda run: _edit(run, RELEASE, _bad_mig_layout)),
     ("kubeflow-no-public-credentials", "default-hash", lambda run: _edit(run, SECRET, _default_password)),
     ("ingress-tls", "no-tls", lambda run: _edit(run, INGRESS, _no_tls)),
+    ("kubeflow-profile-gpu-quotas", "misspelt-quota", lambda run: _edit(run, PROFILE, _misspelt_mig_quota)),
     (
         "privileged-workloads-allowlisted",
         "debug-pod",
