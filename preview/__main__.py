@@ -15,6 +15,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from preview.driver_plan import driver_upgrade_plan
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
@@ -42,6 +43,7 @@ def preview_stack(
         return 2
     out_dir = out_root / stack
     replacements = planned_replacements(out_dir / "resources.json", run.registrations)
+    replacements += driver_upgrade_plan(out_dir / "outputs.json", run.outputs)  # printed with the replacements
     try:
         rendered = render_program(run, render_memo)  # once: the files and the gate share it
     except RenderSetupError as error:

@@ -10,6 +10,7 @@ import re
 from typing import Final
 
 from components.catalog.names import (
+    DRIVER_CUDA_ANNOTATION,
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
@@ -21,6 +22,7 @@ from components.catalog.names import (
     NODE_GROUP_LABEL,
     NODE_GROUP_TYPE,
     NODE_PATCH_TYPE,
+    NVIDIA_DRIVER_TYPE,
     SECRET_TYPES,
     SERVICE_TYPES,
 )
@@ -40,6 +42,7 @@ _POD_SPEC_PATHS: Final = {
 _WORKLOAD_TYPE = re.compile(r"^kubernetes:(?P<kind>[a-z0-9./]+:[A-Za-z]+?)(?:Patch)?$")
 
 __all__ = [
+    "DRIVER_CUDA_ANNOTATION",
     "DRIVER_OWNER_ANNOTATION",
     "DRIVER_VERSION_ANNOTATION",
     "GPU_MODELS_ANNOTATION",
@@ -51,6 +54,7 @@ __all__ = [
     "NODE_GROUP_LABEL",
     "NODE_GROUP_TYPE",
     "NODE_PATCH_TYPE",
+    "NVIDIA_DRIVER_TYPE",
     "OPT_IN_LABEL",
     "OPT_IN_VALUE",
     "SECRET_TYPES",
