@@ -14,13 +14,29 @@ from pathlib import Path
 from typing import Any
 
 
-def _previous_versions(previous_outputs: Path) -> dict[str, str] | None:
-    """Pool -> driver version of the previous preview; None when there is none (or it is unreadable)."""
+def _previous(previous_outputs: Path) -> Mapping[str, Any] | None:
+    """The ``drivers`` output of the previous preview; None when there is none (or it is unreadable)."""
     try:
-        pools = json.loads(previous_outputs.read_text())["drivers"]["pools"]
+        drivers = json.loads(previous_outputs.read_text())["drivers"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return {name: entry.get("driverVersion", "") for name, entry in pools.items() if isinstance(entry, dict)}
+    return drivers if isinstance(drivers, Mapping) and isinstance(drivers.get("pools"), Mapping) else None
+
+
+def _previous_versions(previous: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """Pool -> driver version of the previous preview."""
+    if previous is None:
+        return None
+    return {n: e.get("driverVersion", "") for n, e in previous["pools"].items() if isinstance(e, Mapping)}
+
+
+#: Printed when a change leaves NVIDIADriver resources for the ClusterPolicy driver (docs/operations.md).
+BACK_TO_CLUSTER_POLICY = (
+    "WARNING: this change moves the driver from NVIDIADriver resources back to the ClusterPolicy. pulumi up updates "
+    "the release first and deletes the NVIDIADriver resources last, and the operator does not remove a disabled "
+    "NVIDIADriver's DaemonSet, so both drivers would be scheduled on the same nodes in between. Do it in two steps "
+    "(docs/operations.md, Per-pool drivers: back to one driver)."
+)
 
 
 def _pool_line(name: str, entry: Mapping[str, Any], before: dict[str, str] | None) -> str:
@@ -48,9 +64,13 @@ def driver_upgrade_plan(previous_outputs: Path, outputs: Mapping[str, Any]) -> l
     drivers = outputs.get("drivers")
     if not isinstance(drivers, Mapping) or drivers.get("mode") == "host" or not drivers.get("pools"):
         return []
-    before = _previous_versions(previous_outputs)
+    previous = _previous(previous_outputs)
+    before = _previous_versions(previous)
     pools = drivers["pools"]
-    lines = [f"Driver upgrade plan ({drivers['mode']}; a step starts once the previous step's smoke Jobs pass):"]
+    lines = []
+    if previous is not None and previous.get("mode") == "nvidiaDriver" and drivers.get("mode") == "clusterPolicy":
+        lines.append(BACK_TO_CLUSTER_POLICY)
+    lines += [f"Driver upgrade plan ({drivers['mode']}; a step starts once the previous step's smoke Jobs pass):"]
     canaries = any(entry["canary"] for entry in pools.values())
     for step, names in enumerate(drivers["order"], start=1):
         label = "canary" if canaries and step == 1 else "rest" if canaries else "all pools"
