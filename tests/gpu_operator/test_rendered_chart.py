@@ -113,8 +113,7 @@ def assert_configured_settings_rendered(stack: str, raw: dict[str, Any]) -> Rend
         driver = spec["driver"]
         assert driver["useNvidiaDriverCRD"] is True and "version" not in driver
         assert driver["upgradePolicy"] == _expected_upgrade_policy(operator)
-        stack = parse_stack_config(raw)
-        for name, group in stack.node_groups.items():
+        for name, group in parse_stack_config(raw).node_groups.items():
             own = group.driver.version if group.driver and group.driver.version else None
             versions = {
                 d["spec"]["version"]
