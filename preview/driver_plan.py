@@ -35,7 +35,7 @@ BACK_TO_CLUSTER_POLICY = (
     "WARNING: this change moves the driver from NVIDIADriver resources back to the ClusterPolicy. pulumi up updates "
     "the release first and deletes the NVIDIADriver resources last, and the operator does not remove a disabled "
     "NVIDIADriver's DaemonSet, so both drivers would be scheduled on the same nodes in between. Do it in two steps "
-    "(docs/operations.md, Per-pool drivers: back to one driver)."
+    "(docs/operations.md, Per-pool drivers and canary upgrades: Back to one driver)."
 )
 
 
