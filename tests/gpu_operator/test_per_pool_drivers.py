@@ -211,3 +211,35 @@ def test_the_default_cr_cel_rule_holds(dev: ProgramRun) -> None:
     """The CRD's CEL rule (a default resource has no nodeSelector), which JSON schema cannot evaluate."""
     for driver in _drivers(dev).values():
         assert not (driver["spec"]["default"] and driver["spec"].get("nodeSelector"))
+
+
+def test_a_pools_upgrade_policy_overrides_the_stacks_key_by_key() -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", {"maxParallelUpgrades": 2})
+    drivers = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["upgradePolicy"] for r in _run(raw).by_type(NVIDIA_DRIVER_TYPE)
+    }
+    assert drivers["gpu-platform-a100"]["maxParallelUpgrades"] == 2
+    assert drivers["gpu-platform-a100"]["drain"]["enable"] is True  # the stack's, kept (the chart default is false)
+    assert drivers["gpu-platform-v100"]["maxParallelUpgrades"] == 1
+
+
+def test_node_group_defaults_give_every_group_the_same_cuda_level() -> None:
+    raw = stack_raw("dev", expand_defaults=False)
+    raw["nodeGroupDefaults"]["driver"] = {"cuda": "13.0"}
+    del raw["nodeGroups"]["a100"]["driver"]["cuda"]
+    pools = _run(raw).outputs["drivers"]["pools"]
+    assert (pools["v100"]["cuda"], pools["a100"]["cuda"]) == ("13.0", "13.0")
+    # the A100 group keeps its own version next to the inherited CUDA level (maps merge key by key)
+    assert pools["a100"]["driverVersion"] == "595.91.07"
+
+
+def test_pools_with_the_same_resolved_driver_share_one_nvidiadriver() -> None:
+    """Three distinct pools, two drivers: one resource per distinct driver, named after its first pool."""
+    raw = stack_raw("dev")
+    raw["nodeGroups"]["a100b"] = {**raw["nodeGroups"]["a100"], "mig": None}
+    run = _run(raw)
+    drivers = _drivers(run)
+    assert sorted(drivers) == ["gpu-platform-a100", "gpu-platform-v100"]
+    labels = _node_labels(run)
+    assert labels["a100"][DRIVER_GROUP_LABEL] == labels["a100b"][DRIVER_GROUP_LABEL] == "a100"
+    assert drivers["gpu-platform-a100"]["metadata"]["annotations"]["gpu-platform.io/pools"] == "a100,a100b"
