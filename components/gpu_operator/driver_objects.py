@@ -61,17 +61,24 @@ def nvidia_driver_object(
     """The whole NVIDIADriver object of one group (what the API server receives)."""
     release = chart.release(operator.chart_version)
     driver_image, manager = release.images["driver"], release.images["driver.manager"]
+    # What the values say wins (a mirrored registry in extraValues), as it would in the chart's default object.
+    driver_values: Mapping[str, Any] = values.get("driver", {})
+    manager_values: Mapping[str, Any] = driver_values.get("manager", {})
     driver = group.driver
     spec: dict[str, Any] = {
         "default": False,
         "driverType": crd.DRIVER_TYPE,
-        "repository": driver_image.repository,
-        "image": driver_image.image,
+        "repository": driver_values.get("repository", driver_image.repository),
+        "image": driver_values.get("image", driver_image.image),
         "version": driver.version,
         "kernelModuleType": driver.kernel_module_type,
         "usePrecompiled": driver.use_precompiled,
         "nodeSelector": {DRIVER_GROUP_LABEL: group.name},
-        "manager": {"repository": manager.repository, "image": manager.image, "version": manager.version},
+        "manager": {
+            "repository": manager_values.get("repository", manager.repository),
+            "image": manager_values.get("image", manager.image),
+            "version": manager_values.get("version", manager.version),
+        },
         "rdma": {"enabled": False, "useHostMofed": False},
         "tolerations": [dict(t) for t in values["daemonsets"]["tolerations"]],
         "priorityClassName": operator.priority_class_name,

@@ -243,3 +243,20 @@ def test_pools_with_the_same_resolved_driver_share_one_nvidiadriver() -> None:
     labels = _node_labels(run)
     assert labels["a100"][DRIVER_GROUP_LABEL] == labels["a100b"][DRIVER_GROUP_LABEL] == "a100"
     assert drivers["gpu-platform-a100"]["metadata"]["annotations"]["gpu-platform.io/pools"] == "a100,a100b"
+
+
+def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees_it() -> None:
+    """extraValues driver.repository (an air-gapped mirror) applies to the NVIDIADrivers as to the chart's own."""
+    from preview.policy_gate import evaluate
+
+    raw = set_path(
+        stack_raw("dev"), "gpuOperator.extraValues", {"driver": {"repository": "registry.example.com/nvidia"}}
+    )
+    run = _run(raw)
+    assert {d["spec"]["repository"] for d in _drivers(run).values()} == {"registry.example.com/nvidia"}
+    flagged = {
+        f.resource
+        for f in evaluate(run.registrations).mandatory
+        if f.policy == "gpu-operator-images-allowed-registries"
+    }
+    assert f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-a100" in flagged and f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-v100" in flagged
