@@ -321,7 +321,7 @@ def _pool_problems(
                 driver.kernel_module_key,
                 "open kernel modules need Turing or newer; Volta (V100) needs proprietary or auto",
             )
-        if driver.waves is None:
+        if driver.waves is None and driver.upgrade_policy.auto_upgrade:
             yield Problem(
                 driver.upgrade_policy_key,
                 f"{driver.upgrade_policy.max_unavailable!r} allows no node of pool {driver.pool} "

@@ -260,3 +260,10 @@ def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees
         if f.policy == "gpu-operator-images-allowed-registries"
     }
     assert f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-a100" in flagged and f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-v100" in flagged
+
+
+def test_no_node_at_a_time_is_accepted_when_the_upgrade_controller_is_off() -> None:
+    """maxUnavailable 0% only stalls automatic upgrades: with autoUpgrade false nothing waits on it."""
+    policy = {"autoUpgrade": False, "maxUnavailable": "0%"}
+    run = _run(set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", policy))
+    assert run.outputs["drivers"]["pools"]["a100"]["waves"] is None
