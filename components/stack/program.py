@@ -175,7 +175,7 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform, smoke_prerequisites
                 [*smoke_prerequisites, platform.canary_drivers],
             )
             later_prerequisites.append(platform.canary_smoke_test)
-    if operator_plan.nvidia_drivers:
+    if operator_plan.nvidia_drivers and driver_plan.later_groups:
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
         smoke_prerequisites = [*smoke_prerequisites, platform.drivers]
     if smoke:
