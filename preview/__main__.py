@@ -23,6 +23,7 @@ from typing import Protocol
 
 from preview.baseline import NO_BASE_ENV, Baseline, BaselineError, FolderBaseline, PendingBaseline, is_checkout, seed
 from preview.changes import diff_snapshots, findings_of, verdict_of
+from preview.driver_plan import driver_upgrade_plan
 from preview.mig_plan import mig_plan_files, mig_plan_lines
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
@@ -110,8 +111,10 @@ def preview_stack(
             print(resource_tree(run.registrations))
         for notice in dict.fromkeys(run.notices):  # each notice once
             print(notice if notice.startswith("warning: ") else f"notice: {notice}")
-        print_summary(stack, out_dir, baselines.get(stack) if baselines else None)
-        for line in mig_plan_lines(run, out_dir):
+        baseline = baselines.get(stack) if baselines else None
+        print_summary(stack, out_dir, baseline)
+        previous = baseline.folder / "outputs.json" if baseline and baseline.folder else None
+        for line in [*driver_upgrade_plan(previous, run.outputs), *mig_plan_lines(run, out_dir)]:
             print(line)
         if verbose:
             print(verdict_table(gate))

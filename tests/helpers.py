@@ -40,6 +40,19 @@ def stack_raw(stack: str, *, expand_defaults: bool = True) -> dict[str, Any]:
     return raw
 
 
+def one_driver(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a stack config without any pool's own ``driver``: every pool on ``gpuOperator.driver``.
+
+    The dev stack runs two driver branches (NVIDIADriver resources); tests of the single ClusterPolicy
+    driver use this variant of it, which is what the stack was before per-pool drivers.
+    """
+    result = copy.deepcopy(raw)
+    for group in result.get("nodeGroups", {}).values():
+        if isinstance(group, dict):
+            group.pop("driver", None)
+    return result
+
+
 def set_path(document: dict[str, Any], path: str | tuple[Any, ...], value: Any) -> dict[str, Any]:
     """A copy of ``document`` with ``path`` (dotted, or a tuple of keys) set to ``value``."""
     result = copy.deepcopy(document)

@@ -24,6 +24,12 @@ HOSTNAME_LABEL: Final = "kubernetes.io/hostname"  # well-known label; selects a 
 HOST_DRIVER_REMOVAL_LABEL: Final = f"{PREFIX}host-driver-removal"
 HOST_DRIVER_REMOVAL_ENABLED: Final = "enabled"
 
+# The driver group of a pool when pools run different drivers: each NVIDIADriver resource selects the
+# nodes whose label carries its group's name, so a node carries one value and matches one NVIDIADriver
+# (the operator refuses overlapping selectors; components.catalog.nvidia_driver). Node groups get it at
+# creation, bare-metal nodes through the NodePatch; it is set only on stacks with per-pool drivers.
+DRIVER_GROUP_LABEL: Final = f"{PREFIX}driver"
+
 # Server-side apply field managers of the patches the program owns.
 FIELD_MANAGER: Final = "gpu-platform"
 MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes
@@ -51,6 +57,10 @@ UNTAINTED_ACCEPTED_ANNOTATION: Final = f"{PREFIX}untainted-accepted"  # "true": 
 DRIVER_OWNER_ANNOTATION: Final = f"{PREFIX}driver-owner"
 DRIVER_VERSION_ANNOTATION: Final = f"{PREFIX}driver-version"
 GPU_MODELS_ANNOTATION: Final = f"{PREFIX}gpu-models"
+# On each NVIDIADriver resource: the GPU models and the newest CUDA level its pools' workloads need,
+# so the policy pack checks each driver against its own pools (not against the whole fleet).
+DRIVER_CUDA_ANNOTATION: Final = f"{PREFIX}cuda"
+DRIVER_POOLS_ANNOTATION: Final = f"{PREFIX}pools"
 
 # NVIDIA's MIG label, read by mig-manager. The GPU Operator itself writes all-disabled on MIG-capable
 # nodes that carry none, as field manager gpu-operator (gpu_operator_chart.OPERATOR_FIELD_MANAGER, with
@@ -65,6 +75,7 @@ OWNED_NODE_LABELS: Final = (
     GPU_MODEL_LABEL,
     HOST_DRIVER_REMOVAL_LABEL,
     MIG_CONFIG_LABEL,
+    DRIVER_GROUP_LABEL,
 )
 
 # Pod Security Admission labels of a namespace whose pods need host access (GPU Operator operands).
@@ -88,6 +99,7 @@ SERVICE_TYPES: Final = ("kubernetes:core/v1:Service", "kubernetes:core/v1:Servic
 # The GPU Operator's custom resources (ClusterPolicy nvidia.com/v1, NVIDIADriver nvidia.com/v1alpha1): their
 # spec blocks configure the operands the operator creates.
 GPU_OPERATOR_RESOURCE_PREFIX: Final = "kubernetes:nvidia.com/"
+NVIDIA_DRIVER_TYPE: Final = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
 
 # ...and our own ComponentResources (``gpu-platform:<capability>:<Name>``).
 CLUSTER_ACCESS_TYPE: Final = "gpu-platform:cluster:ClusterAccess"
@@ -97,6 +109,7 @@ NODE_LABELS_TYPE: Final = "gpu-platform:baremetal:NodeLabels"
 GPU_OPERATOR_TYPE: Final = "gpu-platform:gpu:GpuOperator"
 NODE_AGENT_TYPE: Final = "gpu-platform:gpu:NodeAgent"
 GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
+GPU_DRIVERS_TYPE: Final = "gpu-platform:gpu:GpuDrivers"
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
 OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 

@@ -30,44 +30,9 @@ from components.catalog.kubernetes import (
 )
 from components.catalog.versions import full_driver_version_problem
 from components.gpu_operator.chart_source import chart_path_problem
+from components.gpu_operator.pool_config import KernelModuleType, UpgradePolicy
 
 DriverOwner = Literal["operator", "host"]
-
-
-class PodDeletion(ConfigModel):
-    """How the upgrade controller deletes GPU pods before a driver upgrade."""
-
-    force: bool = False
-    timeout_seconds: int = Field(default=300, ge=0)
-    delete_empty_dir: bool = False
-
-
-class Drain(ConfigModel):
-    """Whether and how nodes are drained before a driver upgrade."""
-
-    enable: bool = False
-    force: bool = False
-    pod_selector: str = ""
-    timeout_seconds: int = Field(default=300, ge=0)
-    delete_empty_dir: bool = False
-
-
-class WaitForCompletion(ConfigModel):
-    """Wait for matching jobs to finish before upgrading a node (0 = forever)."""
-
-    timeout_seconds: int = Field(default=0, ge=0)
-    pod_selector: str = ""
-
-
-class UpgradePolicy(ConfigModel):
-    """``driver.upgradePolicy`` of the chart: rolling driver upgrades, one node at a time by default."""
-
-    auto_upgrade: bool = True
-    max_parallel_upgrades: int = Field(default=1, ge=0)
-    max_unavailable: str | int = "25%"
-    gpu_pod_deletion: PodDeletion = PodDeletion()
-    drain: Drain = Drain()
-    wait_for_completion: WaitForCompletion = WaitForCompletion()
 
 
 class DriverConfig(ConfigModel):
@@ -77,7 +42,7 @@ class DriverConfig(ConfigModel):
         default=None, description="operator or host; default: operator when any Yandex group is runc, else host"
     )
     version: str | None = Field(default=None, description="operator-managed driver version, e.g. 580.95.05")
-    kernel_module_type: Literal["auto", "open", "proprietary"] = "auto"
+    kernel_module_type: KernelModuleType = "auto"
     use_precompiled: bool = False
     upgrade_policy: UpgradePolicy = UpgradePolicy()
 

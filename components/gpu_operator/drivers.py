@@ -1,15 +1,20 @@
-"""The fleet-wide driver decision: who owns the driver, which version runs, and what is wrong with it.
+"""The driver decision: who owns the driver, which version each pool runs, and what is wrong with it.
 
-One function, ``plan_driver``, answers all of it once per run: the stack plan passes the pools and
-the few facts from other sections the checks need (``DriverContext``) and gets back either a
-``DriverPlan`` or the problems, never both to reconcile later.
+One function, ``plan_driver``, answers all of it once per run: the stack plan passes the pools, each
+pool's own driver settings (``PoolDriverRequest``) and the few facts from other sections the checks
+need (``DriverContext``) and gets back either a ``DriverPlan`` or the problems, never both to reconcile
+later. Each pool's driver is its own keys over ``gpuOperator.driver``'s; pools that end up with the
+same driver share a ``DriverGroup`` (one ``NVIDIADriver`` resource when there is more than one group,
+otherwise the ClusterPolicy's driver, exactly as a stack without per-pool drivers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.drivers import (
@@ -20,25 +25,131 @@ from components.catalog.drivers import (
     two_drivers_on_node,
 )
 from components.catalog.gpus import Architecture
+from components.catalog.nvidia_driver import upgrade_waves
 from components.catalog.pools import GpuPool
+from components.catalog.versions import parse_version
 from components.gpu_operator.config import GpuOperatorConfig
+from components.gpu_operator.pool_config import PoolDriverConfig, UpgradePolicy
 
 OPERATOR_PATH = "gpuOperator"
 
 
 @dataclass(frozen=True)
+class PoolDriverRequest:
+    """What one pool's config says about its driver: the ``driver`` key's path and value (None: unset)."""
+
+    path: str
+    config: PoolDriverConfig | None
+
+
+@dataclass(frozen=True)
+class PoolDriver:
+    """The operator-managed driver one pool runs, each setting resolved (the pool's, else the stack's)."""
+
+    pool: str
+    version: str
+    version_key: str  # the config key that set the version (the pool's, gpuOperator.driver.version, the chart)
+    explicit: bool  # False: the chart's default version
+    kernel_module_type: str
+    kernel_module_key: str
+    use_precompiled: bool
+    upgrade_policy: UpgradePolicy
+    upgrade_policy_key: str
+    cuda: str  # the CUDA level the pool's workloads need
+    cuda_key: str
+    canary: bool
+    nodes: int  # the most nodes the pool can have (what an upgrade walks through)
+
+    @property
+    def max_cuda(self) -> str:
+        """The newest CUDA level this pool's driver runs."""
+        return max_cuda_for_driver(self.version)
+
+    @property
+    def waves(self) -> int | None:
+        """Rounds a driver change of the pool takes: ``ceil(nodes / maxParallelUpgrades)``, bounded by
+        ``maxUnavailable`` (None: ``maxUnavailable`` resolves to 0 nodes, so it cannot progress)."""
+        policy = self.upgrade_policy
+        return upgrade_waves(self.nodes, policy.max_parallel_upgrades, policy.max_unavailable)
+
+    def spec_key(self) -> str:
+        """What makes two pools' drivers the same resource (a canary pool is always its own)."""
+        key = {
+            "version": self.version,
+            "kernelModuleType": self.kernel_module_type,
+            "usePrecompiled": self.use_precompiled,
+            "upgradePolicy": self.upgrade_policy.model_dump(mode="json"),
+            "canary": self.pool if self.canary else "",
+        }
+        return json.dumps(key, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class DriverGroup:
+    """Pools that run the same driver: one ``NVIDIADriver`` resource, named after its first pool.
+
+    The name (and the node label value) stays put when the group's version changes, so a version
+    change is an in-place update the operator's upgrade controller rolls out node by node.
+    """
+
+    name: str
+    pools: tuple[PoolDriver, ...]
+
+    @property
+    def driver(self) -> PoolDriver:
+        """The group's driver settings (every pool of the group has the same)."""
+        return self.pools[0]
+
+    @property
+    def canary(self) -> bool:
+        """Whether this is a canary pool's resource."""
+        return self.driver.canary
+
+    @property
+    def cuda(self) -> str:
+        """The newest CUDA level any pool of the group needs."""
+        return max((p.cuda for p in self.pools), key=parse_version)
+
+
+@dataclass(frozen=True)
 class DriverPlan:
-    """Who owns the driver and which version runs, with the config key that set it."""
+    """Who owns the driver and which version runs, with the config key that set it.
+
+    ``version`` is the stack-wide driver (``gpuOperator.driver.version`` or the chart default; the
+    host's for owner host). ``pools`` and ``groups`` are the operator-managed driver of each pool; with
+    more than one group the operator runs ``NVIDIADriver`` resources (``per_pool``).
+    """
 
     owner: str
     version: str
     config_key: str
     explicit: bool
+    pools: tuple[PoolDriver, ...] = ()
+    groups: tuple[DriverGroup, ...] = field(default=())
 
     @property
     def max_cuda(self) -> str:
         """The newest CUDA level this driver runs."""
         return max_cuda_for_driver(self.version)
+
+    @property
+    def per_pool(self) -> bool:
+        """True when pools run different drivers: one NVIDIADriver resource per group."""
+        return len(self.groups) > 1
+
+    def group_of(self, pool: str) -> DriverGroup | None:
+        """The driver group of ``pool`` (None: the operator does not manage its driver)."""
+        return next((g for g in self.groups if any(p.pool == pool for p in g.pools)), None)
+
+    @property
+    def canary_groups(self) -> tuple[DriverGroup, ...]:
+        """Groups that change first (per-pool mode only)."""
+        return tuple(g for g in self.groups if g.canary) if self.per_pool else ()
+
+    @property
+    def later_groups(self) -> tuple[DriverGroup, ...]:
+        """Groups that wait for the canaries (every group when there is no canary)."""
+        return tuple(g for g in self.groups if not (self.per_pool and g.canary))
 
 
 @dataclass(frozen=True)
@@ -68,11 +179,15 @@ def toolkit_enabled(operator: GpuOperatorConfig, host_configures_containerd: boo
 
 
 def plan_driver(
-    operator: GpuOperatorConfig, pools: Sequence[GpuPool], context: DriverContext
+    operator: GpuOperatorConfig,
+    pools: Sequence[GpuPool],
+    context: DriverContext,
+    requests: Mapping[str, PoolDriverRequest] | None = None,
 ) -> tuple[DriverPlan | None, list[Problem]]:
     """The driver the GPU nodes will run, or the problems that stop it (None and no problems: no operator)."""
     if not operator.enabled or not pools:
         return None, []
+    requests = requests or {}
     problems = list(_ownership_problems(operator, pools, context))
     owner = driver_owner(operator, pools, context.bare_metal)
     if owner == "operator" and context.bare_metal:
@@ -90,8 +205,149 @@ def plan_driver(
             "is required when the hosts own the driver: declare the driver version the nodes run, e.g. 580.95.05",
         )
         return None, [*problems, missing]
-    problems.extend(_version_problems(operator, pools, context, plan))
-    return (None, problems) if problems else (plan, [])
+    if plan.owner == "host":
+        problems.extend(_host_pool_problems(pools, requests))
+        problems.extend(_version_problems(operator, pools, context, plan))
+        return (None, problems) if problems else (plan, [])
+    pool_drivers = tuple(_pool_driver(operator, pool, requests.get(pool.name), plan, context) for pool in pools)
+    problems.extend(_pool_problems(operator, pools, pool_drivers, context))
+    if problems:
+        return None, problems
+    return DriverPlan(plan.owner, plan.version, plan.config_key, plan.explicit, pool_drivers, _groups(pool_drivers)), []
+
+
+def _pool_driver(
+    operator: GpuOperatorConfig,
+    pool: GpuPool,
+    request: PoolDriverRequest | None,
+    stack: DriverPlan,
+    context: DriverContext,
+) -> PoolDriver:
+    """One pool's driver: each key the pool sets, else the stack's."""
+    own = request.config if request is not None else None
+    path = request.path if request is not None else ""
+    stack_driver = operator.driver
+    policy = stack_driver.upgrade_policy
+    if own is not None and own.upgrade_policy is not None:
+        changes = own.upgrade_policy.model_dump(by_alias=True, exclude_unset=True)
+        policy = UpgradePolicy.model_validate(deep_merge(policy.model_dump(by_alias=True), changes))
+    version_set = own is not None and own.version is not None
+    return PoolDriver(
+        pool=pool.name,
+        version=own.version if own is not None and own.version is not None else stack.version,
+        version_key=join_path(path, "version") if version_set else stack.config_key,
+        explicit=version_set or stack.explicit,
+        kernel_module_type=(own.kernel_module_type if own and own.kernel_module_type else None)
+        or stack_driver.kernel_module_type,
+        kernel_module_key=join_path(path, "kernelModuleType")
+        if own is not None and own.kernel_module_type
+        else join_path(OPERATOR_PATH, "driver", "kernelModuleType"),
+        use_precompiled=own.use_precompiled
+        if own is not None and own.use_precompiled is not None
+        else stack_driver.use_precompiled,
+        upgrade_policy=policy,
+        upgrade_policy_key=join_path(path, "upgradePolicy", "maxUnavailable")
+        if own is not None and own.upgrade_policy is not None
+        else join_path(OPERATOR_PATH, "driver", "upgradePolicy", "maxUnavailable"),
+        cuda=own.cuda if own is not None and own.cuda is not None else context.cuda_version,
+        cuda_key=join_path(path, "cuda") if own is not None and own.cuda is not None else "cuda.version",
+        canary=bool(own and own.canary),
+        nodes=pool.max_nodes,
+    )
+
+
+def _groups(pool_drivers: Sequence[PoolDriver]) -> tuple[DriverGroup, ...]:
+    """Pools with the same driver together, each group named after its first pool (pools are sorted)."""
+    by_key: dict[str, list[PoolDriver]] = {}
+    for driver in pool_drivers:
+        by_key.setdefault(driver.spec_key(), []).append(driver)
+    return tuple(DriverGroup(members[0].pool, tuple(members)) for members in by_key.values())
+
+
+def _host_pool_problems(pools: Sequence[GpuPool], requests: Mapping[str, PoolDriverRequest]) -> Iterator[Problem]:
+    for pool in pools:
+        request = requests.get(pool.name)
+        if request is not None and request.config is not None:
+            yield Problem(
+                request.path,
+                "sets a pool's own driver, but the hosts own the driver (gpuOperator.driver.owner: host), so the "
+                "GPU Operator installs none; remove it, or set gpuOperator.driver.owner: operator",
+            )
+
+
+def _pool_problems(
+    operator: GpuOperatorConfig,
+    pools: Sequence[GpuPool],
+    drivers: Sequence[PoolDriver],
+    context: DriverContext,
+) -> Iterator[Problem]:
+    """Each pool's driver against its GPUs, its CUDA level and the smoke image; the stack's rules once.
+
+    Pools that share the version key are checked together, so a stack without per-pool drivers gets
+    exactly the messages it always got (one per architecture, naming every pool that uses it).
+    """
+    by_pool = {pool.name: pool for pool in pools}
+    by_key: dict[tuple[str, str], list[PoolDriver]] = {}
+    for driver in drivers:
+        by_key.setdefault((driver.version_key, driver.version), []).append(driver)
+    seen: set[tuple[str, str]] = set()
+    for (key, version), members in by_key.items():
+        members_pools = [by_pool[d.pool] for d in members]
+        note = "" if members[0].explicit else f" (the chart {operator.chart_version} default; set {key})"
+        for architecture in sorted({p.model.architecture for p in members_pools}, key=list(Architecture).index):
+            problem = architecture_problem(version, architecture)
+            if problem:
+                users = ", ".join(p.config_path for p in members_pools if p.model.architecture == architecture)
+                yield Problem(key, f"{problem}{note}; used by {users}")
+        for driver in members:
+            cuda = cuda_problem(version, driver.cuda, context.cuda_check)
+            if cuda and (key, driver.cuda) not in seen:
+                seen.add((key, driver.cuda))
+                where = (
+                    "the workloads' CUDA is set in cuda.version"
+                    if driver.cuda_key == "cuda.version"
+                    else f"{driver.cuda_key} asks for it"
+                )
+                yield Problem(key, f"{cuda}{note}; {where}")
+    for driver in drivers:
+        if driver.cuda_key != "cuda.version" and parse_version(driver.cuda) < parse_version(context.cuda_version):
+            yield Problem(
+                driver.cuda_key,
+                f"{driver.cuda} is below cuda.version {context.cuda_version}: the stack-wide level applies to every "
+                f"pool; set {context.cuda_version} or newer, or leave it unset",
+            )
+        if driver.kernel_module_type == "open" and by_pool[driver.pool].model.architecture == Architecture.VOLTA:
+            yield Problem(
+                driver.kernel_module_key,
+                "open kernel modules need Turing or newer; Volta (V100) needs proprietary or auto",
+            )
+        if driver.waves is None and driver.upgrade_policy.auto_upgrade:
+            yield Problem(
+                driver.upgrade_policy_key,
+                f"{driver.upgrade_policy.max_unavailable!r} allows no node of pool {driver.pool} "
+                f"({driver.nodes} nodes) to be upgraded at once, so a driver change could never progress; "
+                "allow at least one node",
+            )
+    yield from _smoke_and_toolkit_problems(operator, drivers, context)
+
+
+def _smoke_and_toolkit_problems(
+    operator: GpuOperatorConfig, drivers: Sequence[PoolDriver], context: DriverContext
+) -> Iterator[Problem]:
+    if context.smoke_image_cuda is not None:
+        for version in sorted({d.version for d in drivers}, key=parse_version):
+            smoke = cuda_problem(version, context.smoke_image_cuda, context.cuda_check)
+            if smoke:
+                yield Problem(
+                    "smokeTest.imageCuda",
+                    f"the smoke-test image cannot run: {smoke}; pick an image built with an older CUDA",
+                )
+    if operator.toolkit and context.host_configures_containerd:
+        yield Problem(
+            join_path(OPERATOR_PATH, "toolkit"),
+            "true would make the operator's container toolkit and host preparation both rewrite containerd's "
+            "config; leave it unset (false) or set bareMetal.hostPreparation.configureContainerd: false",
+        )
 
 
 def _ownership_problems(

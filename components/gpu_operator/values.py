@@ -19,6 +19,7 @@ from components.catalog.names import GPU_NODE_LABEL
 from components.catalog.pools import GpuPool, gpu_taints
 from components.gpu_operator.config import GpuOperatorConfig
 from components.gpu_operator.drivers import OPERATOR_PATH, DriverPlan
+from components.gpu_operator.pool_config import UpgradePolicy
 
 
 def _covered(defaults: Iterable[chart.Toleration], taint: Taint) -> bool:
@@ -26,8 +27,8 @@ def _covered(defaults: Iterable[chart.Toleration], taint: Taint) -> bool:
     return any(tolerates(default.to_values(), taint) for default in defaults)
 
 
-def _upgrade_policy(operator: GpuOperatorConfig) -> dict[str, Any]:
-    policy = operator.driver.upgrade_policy
+def upgrade_policy_values(policy: UpgradePolicy) -> dict[str, Any]:
+    """An upgrade policy as the chart's ``driver.upgradePolicy`` values spell it."""
     return {
         "autoUpgrade": policy.auto_upgrade,
         "maxParallelUpgrades": policy.max_parallel_upgrades,
@@ -87,13 +88,23 @@ def build_values(
     }
     if operator.scope_nfd_to_gpu_nodes:
         values["node-feature-discovery"]["worker"]["nodeSelector"] = {GPU_NODE_LABEL: "true"}
-    if plan.owner == "operator":
+    if plan.owner == "operator" and plan.per_pool:
+        # One NVIDIADriver resource per driver group, written by the program (gpu_operator.nvidia_drivers);
+        # the chart's default resource would select every GPU node and overlap them. The ClusterPolicy keeps
+        # the stack's upgrade policy: its autoUpgrade switches the operator's upgrade controller on.
+        values["driver"].update(
+            {
+                "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
+                "upgradePolicy": upgrade_policy_values(operator.driver.upgrade_policy),
+            }
+        )
+    elif plan.owner == "operator":
         values["driver"].update(
             {
                 "version": plan.version,
                 "kernelModuleType": operator.driver.kernel_module_type,
                 "usePrecompiled": operator.driver.use_precompiled,
-                "upgradePolicy": _upgrade_policy(operator),
+                "upgradePolicy": upgrade_policy_values(operator.driver.upgrade_policy),
             }
         )
     disable_symlinks = operator.disable_dev_char_symlinks

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base.kubernetes_args import toleration_args
+from components.catalog.nvidia_driver import driver_check_script
 from components.smoke_test.config import SmokeTestConfig
 from components.smoke_test.targets import SmokeTarget
 
@@ -55,6 +56,7 @@ class GpuSmokeTest(pulumi.ComponentResource):
                             restart_policy="Never",
                             node_selector=target.node_selector,
                             tolerations=toleration_args(target.tolerations),
+                            init_containers=_driver_check(config.image, target),
                             containers=[
                                 k8s.core.v1.ContainerArgs(
                                     name="vectoradd",
@@ -79,3 +81,32 @@ class GpuSmokeTest(pulumi.ComponentResource):
                 ),
             )
         self.register_outputs({"jobs": sorted(self.jobs)})
+
+
+def _driver_check(image: str, target: SmokeTarget) -> list[k8s.core.v1.ContainerArgs] | None:
+    """An init container that waits until the node's driver is the declared one (None: nothing declared).
+
+    It requests the same GPU resource as the test (kubelet hands the init container's device on to the
+    test container), so nvidia-smi sees exactly the GPU the test will use; ``utility`` gives the container
+    nvidia-smi (NVIDIA Container Toolkit driver capabilities).
+    """
+    if not target.driver_version:
+        return None
+    return [
+        k8s.core.v1.ContainerArgs(
+            name="driver-version",
+            image=image,
+            command=["sh", "-c", driver_check_script(target.driver_version)],
+            env=[
+                k8s.core.v1.EnvVarArgs(
+                    name="NODE_NAME",
+                    value_from=k8s.core.v1.EnvVarSourceArgs(
+                        field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="spec.nodeName")
+                    ),
+                ),
+                k8s.core.v1.EnvVarArgs(name="NVIDIA_DRIVER_CAPABILITIES", value="compute,utility"),
+            ],
+            resources=k8s.core.v1.ResourceRequirementsArgs(limits={target.resource: "1"}),
+            security_context=k8s.core.v1.SecurityContextArgs(allow_privilege_escalation=False, run_as_non_root=False),
+        )
+    ]

@@ -18,6 +18,8 @@ class SmokeTarget:
     node_selector: dict[str, str]
     tolerations: list[dict[str, str]]
     revision: str = ""
+    #: The driver version the pool's nodes must report before the CUDA test runs ("" = not checked).
+    driver_version: str = ""
 
     @property
     def job_name(self) -> str:
@@ -33,9 +35,16 @@ class SmokeTarget:
 
 
 def smoke_targets(
-    pools: Sequence[GpuPool], resources_per_node: Mapping[str, Mapping[str, int]], skip_pools: Collection[str]
+    pools: Sequence[GpuPool],
+    resources_per_node: Mapping[str, Mapping[str, int]],
+    skip_pools: Collection[str],
+    driver_versions: Mapping[str, str] | None = None,
 ) -> list[SmokeTarget]:
-    """One target per pool (except ``skip_pools``) and per resource it advertises (each MIG profile in use)."""
+    """One target per pool (except ``skip_pools``) and per resource it advertises (each MIG profile in use).
+
+    ``driver_versions`` (pool -> declared driver) makes each Job check the node's driver first.
+    """
+    versions = driver_versions or {}
     targets: list[SmokeTarget] = []
     for pool in pools:
         if pool.name in skip_pools:
@@ -48,6 +57,7 @@ def smoke_targets(
                 node_selector=scheduling["nodeSelector"],
                 tolerations=scheduling["tolerations"],
                 revision=pool.revision,
+                driver_version=versions.get(pool.name, ""),
             )
             for resource in resources_per_node[pool.name]
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pulumi
 
+from components.catalog import nvidia_driver
 from components.catalog.kubeflow_manifests import DEX_ISSUER
 from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
@@ -87,6 +88,62 @@ def gpu_operator_outputs(platform: Platform) -> dict[str, Any] | None:
     }
 
 
+def driver_outputs(platform: Platform) -> dict[str, Any] | None:
+    """Each pool's driver, the newest CUDA it runs, and the upgrade plan: order, canaries, waves.
+
+    ``mode`` is ``nvidiaDriver`` (one NVIDIADriver resource per driver group), ``clusterPolicy`` (one
+    driver for every pool, in the ClusterPolicy) or ``host`` (the hosts' own driver: no upgrade plan).
+    ``order`` lists the pools of each step of a driver change: the canaries first, then the rest.
+    """
+    operator_plan = platform.plan.operator
+    if platform.gpu_operator is None or operator_plan is None:
+        return None
+    driver = operator_plan.driver
+    stack = platform.plan.config
+    if driver.owner == "host":
+        pools = {
+            pool.name: {
+                "driverVersion": driver.version,
+                "maxCuda": driver.max_cuda,
+                "cuda": stack.cuda.version,
+                "driverResource": None,
+                "canary": False,
+                "step": None,
+                "nodes": pool.max_nodes,
+                "waves": None,
+            }
+            for pool in platform.plan.pools
+        }
+        return {"owner": "host", "mode": "host", "pools": pools, "order": []}
+    steps = [driver.canary_groups, driver.later_groups] if driver.canary_groups else [driver.later_groups]
+    result: dict[str, Any] = {}
+    for step, groups in enumerate(steps, start=1):
+        for group in groups:
+            for pool in group.pools:
+                policy = pool.upgrade_policy
+                result[pool.pool] = {
+                    "driverVersion": pool.version,
+                    "maxCuda": pool.max_cuda,
+                    "cuda": pool.cuda,
+                    "kernelModuleType": pool.kernel_module_type,
+                    "usePrecompiled": pool.use_precompiled,
+                    "driverResource": nvidia_driver.resource_name(group.name) if driver.per_pool else None,
+                    "canary": driver.per_pool and pool.canary,
+                    "step": step,
+                    "nodes": pool.nodes,
+                    "maxParallelUpgrades": policy.max_parallel_upgrades,
+                    "maxUnavailable": policy.max_unavailable,
+                    "waves": pool.waves,
+                }
+    order = [sorted(p.pool for g in groups for p in g.pools) for groups in steps]
+    return {
+        "owner": "operator",
+        "mode": "nvidiaDriver" if driver.per_pool else "clusterPolicy",
+        "pools": dict(sorted(result.items())),
+        "order": order,
+    }
+
+
 def kubeflow_outputs(platform: Platform) -> dict[str, Any] | None:
     """Where Kubeflow is reached, which version, and its identity provider."""
     config = platform.plan.config.kubeflow
@@ -152,6 +209,7 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("gpuPools", gpu_pool_outputs(platform))
     pulumi.export("gpuNodeGroups", node_group_outputs(platform))
     pulumi.export("gpuOperator", gpu_operator_outputs(platform))
+    pulumi.export("drivers", driver_outputs(platform))
     pulumi.export("kubeflow", kubeflow_outputs(platform))
     pulumi.export(
         "mig",

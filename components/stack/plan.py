@@ -13,7 +13,9 @@ from typing import Any
 
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
+from components.catalog.names import DRIVER_GROUP_LABEL
 from components.catalog.pools import GpuPool, pool_scheduling
+from components.gpu_operator.driver_objects import nvidia_driver_object
 from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
@@ -22,7 +24,7 @@ from components.mig.recorded import RecordedPlan
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.config import StackConfig
-from components.stack.pools import gpu_pools, mig_requests
+from components.stack.pools import driver_requests, gpu_pools, mig_requests
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class OperatorPlan:
 
     driver: DriverPlan
     values: dict[str, Any]
+    #: Driver group -> its NVIDIADriver object; empty unless pools run different drivers (driver.per_pool).
+    nvidia_drivers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,11 @@ class Plan:
     warnings: tuple[str, ...] = ()
     #: The GPU pools as Kubeflow offers them (quotas checked against it, spawner entries, PodDefaults).
     kubeflow_gpus: GpuFleet = field(default_factory=GpuFleet)
+
+    def driver_labels(self, pool: str) -> dict[str, str]:
+        """The node label that puts ``pool`` under its driver group's NVIDIADriver (none: one driver)."""
+        group = self.operator.driver.group_of(pool) if self.operator and self.operator.driver.per_pool else None
+        return {DRIVER_GROUP_LABEL: group.name} if group else {}
 
     def pool(self, name: str) -> GpuPool:
         """The pool called ``name`` (a node group name or a bare-metal node name)."""
@@ -83,7 +92,7 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
         host_configures_containerd=host_configures_containerd,
         smoke_image_cuda=stack.smoke_test.image_cuda if stack.smoke_test.enabled else None,
     )
-    driver, driver_problems = plan_driver(stack.gpu_operator, pools, context)
+    driver, driver_problems = plan_driver(stack.gpu_operator, pools, context, driver_requests(stack))
     problems.extend(driver_problems)
     problems.extend(extra_values_problems(stack.gpu_operator))
     problems.extend(mig_problems)
@@ -102,7 +111,8 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
     if driver is not None:
         if stack.smoke_test.enabled:
             resources = {pool.name: mig.resources_per_node(pool) for pool in pools}
-            targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools))
+            versions = {p.pool: p.version for p in driver.pools} or {pool.name: driver.version for pool in pools}
+            targets = tuple(smoke_targets(pools, resources, stack.smoke_test.skip_pools, versions))
         observability = _observability(stack, pools, mig, driver, targets)
         # The operator values of two capabilities, merged before the call (MIG's, then observability's).
         fragments = deep_merge(mig_values(stack.mig, mig), observability.operator_values if observability else {})
@@ -113,7 +123,16 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
             toolkit=toolkit_enabled(stack.gpu_operator, host_configures_containerd),
             mig_values=fragments,
         )
-        operator = OperatorPlan(driver, values)
+        objects = {
+            group.name: nvidia_driver_object(
+                group,
+                stack.gpu_operator,
+                values,
+                [pool.model.key for pool in pools if driver.group_of(pool.name) is group],
+            )
+            for group in (driver.groups if driver.per_pool else ())
+        }
+        operator = OperatorPlan(driver, values, objects)
     return Plan(
         config=stack,
         pools=pools,

@@ -11,6 +11,7 @@ from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
 from components.catalog.gpus import gpu_model
 from components.catalog.kubernetes import parse_taint
 from components.catalog.pools import GpuPool
+from components.gpu_operator.drivers import PoolDriverRequest
 from components.mig.plan import MigRequest
 from components.stack.config import StackConfig
 from components.yandex.naming import replacement_key
@@ -61,3 +62,12 @@ def mig_requests(stack: StackConfig) -> dict[str, MigRequest]:
         for index, node in enumerate(stack.bare_metal.nodes):
             requests[node.name] = MigRequest(join_path("bareMetal", "nodes", index, "mig"), node.mig, True)
     return requests
+
+
+def driver_requests(stack: StackConfig) -> dict[str, PoolDriverRequest]:
+    """Pool name -> its own driver settings (the ``driver`` key of a node group, after nodeGroupDefaults)."""
+    return {
+        name: PoolDriverRequest(join_path("nodeGroups", name, "driver"), group.driver)
+        for name, group in stack.node_groups.items()
+        if group.resources.gpus > 0
+    }

@@ -26,15 +26,20 @@ from components.catalog.names import MIG_FIELD_MANAGER
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
+from components.gpu_operator.drivers import DriverGroup
+from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
 from components.node_agent.desired import agent_mig_labels, pool_budgets
 from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
+from components.smoke_test.targets import SmokeTarget
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
 
 if TYPE_CHECKING:
+    import pulumi_kubernetes as k8s
+
     from components.yandex.node_group import GpuNodeGroup
 
 
@@ -52,6 +57,10 @@ class Platform:
     node_labels: BareMetalNodeLabels | None = None
     mig_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
+    #: Per-pool drivers: the canaries' NVIDIADriver resources and smoke Jobs, then the rest's.
+    canary_drivers: GpuDrivers | None = None
+    canary_smoke_test: GpuSmokeTest | None = None
+    drivers: GpuDrivers | None = None
     observability: Observability | None = None
 
 
@@ -118,19 +127,10 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 depends_on=[platform.gpu_operator],
             ),
         )
-    if stack.smoke_test.enabled and platform.gpu_operator is not None:
+    if platform.gpu_operator is not None:
         mig_labels = [platform.mig_labels] if platform.mig_labels is not None else []
-        platform.smoke_test = GpuSmokeTest(
-            "gpu-smoke-test",
-            SmokeTestArgs(
-                config=stack.smoke_test,
-                targets=list(plan.smoke_targets),
-                namespace=stack.gpu_operator.namespace,
-                provider=provider,
-                # A Job must not run before its node carries its MIG layout (bare metal: the patches).
-                depends_on=[platform.gpu_operator, *operator_prerequisites, *mig_labels],
-            ),
-        )
+        # A Job must not run before its node carries its MIG layout (bare metal: the patches).
+        _drivers_and_smoke_tests(plan, platform, [platform.gpu_operator, *operator_prerequisites, *mig_labels])
     if plan.observability is not None and platform.gpu_operator is not None:
         platform.observability = Observability(
             "observability",
@@ -150,6 +150,80 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
             ),
         )
     return platform
+
+
+def _drivers_and_smoke_tests(plan: Plan, platform: Platform, smoke_prerequisites: list[pulumi.Resource]) -> None:
+    """The smoke Jobs, and with per-pool drivers the NVIDIADriver resources, in canary order.
+
+    canary pools' NVIDIADriver (awaited until ready) -> their smoke Jobs (the declared driver on the node,
+    then CUDA) -> every other pool's NVIDIADriver -> their smoke Jobs. A failing canary fails ``pulumi up``
+    before Pulumi touches the other pools' drivers: they depend on the canary Jobs.
+    """
+    stack, operator_plan, operator = plan.config, plan.operator, platform.gpu_operator
+    if operator_plan is None or operator is None:
+        return
+    provider = platform.access.provider
+    smoke = stack.smoke_test.enabled
+    driver_plan = operator_plan.driver
+    canary_pools = {p.pool for g in driver_plan.canary_groups for p in g.pools}
+    later_prerequisites: list[pulumi.Resource] = [operator]
+    if canary_pools:
+        platform.canary_drivers = _gpu_drivers(
+            plan, provider, "gpu-drivers-canary", driver_plan.canary_groups, [operator]
+        )
+        later_prerequisites = [platform.canary_drivers]
+        if smoke:
+            platform.canary_smoke_test = _smoke_test(
+                plan,
+                provider,
+                "gpu-smoke-test-canary",
+                [t for t in plan.smoke_targets if t.pool in canary_pools],
+                [*smoke_prerequisites, platform.canary_drivers],
+            )
+            later_prerequisites.append(platform.canary_smoke_test)
+    if operator_plan.nvidia_drivers and driver_plan.later_groups:
+        platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
+        smoke_prerequisites = [*smoke_prerequisites, platform.drivers]
+    if smoke:
+        targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
+        platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites)
+
+
+def _gpu_drivers(
+    plan: Plan,
+    provider: k8s.Provider,
+    name: str,
+    groups: tuple[DriverGroup, ...],
+    depends_on: list[pulumi.Resource],
+) -> GpuDrivers:
+    operator_plan = plan.operator
+    if operator_plan is None:  # callers check; kept for the type checker
+        raise ValueError("NVIDIADriver resources need the GPU Operator")
+    return GpuDrivers(
+        name,
+        GpuDriversArgs(
+            objects={g.name: operator_plan.nvidia_drivers[g.name] for g in groups},
+            provider=provider,
+            timeout_seconds=plan.config.gpu_operator.timeout_seconds,
+            depends_on=depends_on,
+        ),
+    )
+
+
+def _smoke_test(
+    plan: Plan, provider: k8s.Provider, name: str, targets: list[SmokeTarget], depends_on: list[pulumi.Resource]
+) -> GpuSmokeTest:
+    stack = plan.config
+    return GpuSmokeTest(
+        name,
+        SmokeTestArgs(
+            config=stack.smoke_test,
+            targets=targets,
+            namespace=stack.gpu_operator.namespace,
+            provider=provider,
+            depends_on=depends_on,
+        ),
+    )
 
 
 def _cluster_access(plan: Plan, secrets: StackSecrets) -> ClusterAccess:
@@ -180,7 +254,10 @@ def _node_groups(plan: Plan, access: ClusterAccess) -> dict[str, GpuNodeGroup]:
                 cluster_id=access.cluster_id,
                 cluster_name=stack.cluster.name,
                 kubernetes_version=stack.cluster.kubernetes_version,
-                extra_labels=agent_mig_labels(plan.mig.labels(group_name), stack.node_agent.mig_layout),
+                extra_labels={
+                    **agent_mig_labels(plan.mig.labels(group_name), stack.node_agent.mig_layout),
+                    **plan.driver_labels(group_name),
+                },
                 environment=stack.environment.name,
                 production=stack.environment.production,
             ),

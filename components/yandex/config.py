@@ -27,6 +27,7 @@ from components.catalog.kubernetes import (
     parse_taint,
 )
 from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
+from components.gpu_operator.pool_config import PoolDriverConfig
 from components.mig.config import MigConfig
 
 GpuEnvironment = Literal["runc", "runc_drivers_cuda"]
@@ -185,6 +186,9 @@ class NodeGroupConfig(ConfigModel):
     security_group_ids: list[str] = Field(default_factory=list)
     nat: bool = False
     mig: MigConfig | None = None
+    driver: PoolDriverConfig | None = Field(
+        default=None, description="this group's own driver; unset keys come from gpuOperator.driver"
+    )
     host_driver_removal: bool = Field(
         default=False,
         description="hand nodes with a preinstalled driver over to the GPU Operator (runc_drivers_cuda only)",
@@ -226,6 +230,8 @@ class NodeGroupConfig(ConfigModel):
             )
         yield from self._taint_problems(path)
         yield from label_problems(self.labels, join_path(path, "labels"))
+        if self.driver is not None:
+            yield from self.driver.problems(join_path(path, "driver"))
         if self.host_driver_removal and self.gpu_environment == "runc":
             yield Problem(
                 join_path(path, "hostDriverRemoval"),

@@ -6,6 +6,9 @@ also installs one, the operator's driver manager finds the host driver, marks th
 nodes must be opted in to the host-driver hand-over. (2) A driver older than the workloads' CUDA
 toolkit fails at run time with "CUDA driver version is insufficient". (3) A driver branch that
 dropped an architecture (R595 and Volta) leaves those nodes with no working GPU at all.
+With per-pool drivers (the release's ``driver.nvidiaDriverCRD.enabled``) each ``NVIDIADriver``
+resource is checked against the GPU models of the nodes its ``nodeSelector`` matches and the CUDA
+level its pools declare, not against the whole fleet.
 All facts (CUDA minimums, architecture support, chart default drivers) come from ``components.catalog``.
 """
 
@@ -73,15 +76,38 @@ host_driver_removal_required = StackValidationPolicy(
 
 @dataclass(frozen=True)
 class DriverSource:
-    """One driver version the stack installs or declares, and where it was read."""
+    """One driver version the stack installs or declares, and where it was read.
+
+    ``models`` are the GPU models the driver serves (None: the whole fleet); ``cuda`` is a CUDA level
+    its own pools declare beyond the stack-wide ``requiredCuda`` ("" = none).
+    """
 
     version: str
     where: str
     urn: str
+    models: tuple[str, ...] | None = None
+    cuda: str = ""
+
+
+def _driver_resource_sources(facts: StackFacts) -> list[DriverSource]:
+    """One source per NVIDIADriver: the models of the nodes it selects (node groups, node patches)."""
+    sources = []
+    for driver in facts.nvidia_drivers:
+        models = {g.gpu_model for g in facts.gpu_node_groups if g.gpu_model and driver.selects(g.node_labels)}
+        models |= {p.labels.get(GPU_MODEL_LABEL, "") for p in facts.node_patches if driver.selects(p.labels)}
+        models |= set(driver.gpu_models)
+        where = f"NVIDIADriver {driver.name} spec.version"
+        sources.append(
+            DriverSource(driver.version, where, driver.urn, tuple(sorted(m for m in models if m)), driver.cuda)
+        )
+    return sources
 
 
 def driver_sources(facts: StackFacts) -> list[DriverSource]:
-    """The operator's driver where it installs one; otherwise the version the operator namespace declares."""
+    """The operator's driver where it installs one (each NVIDIADriver's with per-pool drivers); otherwise
+    the version the operator namespace declares."""
+    if any(release.uses_driver_resources for release in facts.operator_releases):
+        return _driver_resource_sources(facts)
     sources = []
     for release in facts.operator_releases:
         if release.driver_enabled:
@@ -145,6 +171,21 @@ def _validate_cuda(args: StackValidationArgs, report: ReportViolation) -> None:
             return
         if problem:
             report(f"{source.where}: {problem}", source.urn or None)
+            continue
+        _report_own_cuda(source, mode, report)
+
+
+def _report_own_cuda(source: DriverSource, mode: CudaCheckMode, report: ReportViolation) -> None:
+    """The CUDA level the driver's own pools declare (annotation of its NVIDIADriver)."""
+    if not source.cuda:
+        return
+    try:
+        problem = cuda_problem(source.version, source.cuda, mode)
+    except (CudaVersionError, ValueError) as error:
+        report(f"{source.where}: its pools' CUDA level {source.cuda!r}: {error}", source.urn or None)
+        return
+    if problem:
+        report(f"{source.where}: {problem} (the CUDA level its pools declare)", source.urn or None)
 
 
 driver_supports_cuda = StackValidationPolicy(
@@ -191,12 +232,10 @@ def _validate_architectures(args: StackValidationArgs, report: ReportViolation) 
         architectures.setdefault(architecture, []).append(model)
     for source in _report_bad_versions(sources, report):
         for architecture in sorted(architectures, key=list(Architecture).index):
-            problem = architecture_problem(source.version, architecture)
+            affected = [m for m in architectures[architecture] if source.models is None or m in source.models]
+            problem = architecture_problem(source.version, architecture) if affected else None
             if problem:
-                report(
-                    f"{source.where}: {problem}; affected models: {', '.join(architectures[architecture])}",
-                    source.urn or None,
-                )
+                report(f"{source.where}: {problem}; affected models: {', '.join(affected)}", source.urn or None)
 
 
 driver_supports_gpu_architectures = StackValidationPolicy(

@@ -17,6 +17,7 @@ from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
 
 from .names import (
     DECLARED_TAINTS_ANNOTATION,
+    DRIVER_CUDA_ANNOTATION,
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
@@ -26,6 +27,7 @@ from .names import (
     NAMESPACE_TYPE,
     NODE_GROUP_TYPE,
     NODE_PATCH_TYPE,
+    NVIDIA_DRIVER_TYPE,
     UNTAINTED_ACCEPTED_ANNOTATION,
 )
 from .props import get, items, mapping, number, plain, string_map, text
@@ -109,6 +111,11 @@ class OperatorRelease:
     def driver_enabled(self) -> bool:
         """``driver.enabled`` (the chart default is true)."""
         return get(self.values, "driver", "enabled") is not False
+
+    @property
+    def uses_driver_resources(self) -> bool:
+        """``driver.nvidiaDriverCRD.enabled``: the drivers are NVIDIADriver resources, not the ClusterPolicy's."""
+        return self.driver_enabled and get(self.values, "driver", "nvidiaDriverCRD", "enabled") is True
 
     def driver_version(self) -> tuple[str, str]:
         """(driver version, where it comes from); the chart default when ``driver.version`` is unset."""
@@ -207,6 +214,36 @@ class DriverNamespace:
     gpu_models: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class NvidiaDriverResource:
+    """An NVIDIADriver resource: the driver it installs and the nodes it selects."""
+
+    name: str
+    urn: str
+    version: str
+    node_selector: Mapping[str, str]
+    gpu_models: tuple[str, ...]  # the program's annotation (what its pools carry)
+    cuda: str  # the newest CUDA level its pools need (annotation; "" if absent)
+
+    def selects(self, node_labels: Mapping[str, str]) -> bool:
+        """True when a node with ``node_labels`` matches the selector (an empty selector matches every node)."""
+        return all(node_labels.get(key) == value for key, value in self.node_selector.items())
+
+
+def read_nvidia_driver(props: Mapping[str, Any], name: str, urn: str = "") -> NvidiaDriverResource:
+    """An NVIDIADriver from its props."""
+    annotations = string_map(get(props, "metadata", "annotations"))
+    models = tuple(m.strip() for m in annotations.get(GPU_MODELS_ANNOTATION, "").split(",") if m.strip())
+    return NvidiaDriverResource(
+        name=text(get(props, "metadata", "name")) or name,
+        urn=urn,
+        version=text(get(props, "spec", "version")),
+        node_selector=string_map(get(props, "spec", "nodeSelector")),
+        gpu_models=models,
+        cuda=annotations.get(DRIVER_CUDA_ANNOTATION, ""),
+    )
+
+
 @dataclass
 class StackFacts:
     """The GPU-relevant resources of one stack."""
@@ -215,6 +252,7 @@ class StackFacts:
     operator_releases: list[OperatorRelease] = field(default_factory=list)
     driver_namespaces: list[DriverNamespace] = field(default_factory=list)
     node_patches: list[NodePatch] = field(default_factory=list)
+    nvidia_drivers: list[NvidiaDriverResource] = field(default_factory=list)
 
     @property
     def gpu_node_groups(self) -> list[NodeGroup]:
@@ -249,6 +287,8 @@ def _read_stack(resources: Iterable[Any]) -> StackFacts:
             facts.operator_releases.append(read_operator_release(props, resource.name, resource.urn))
         elif kind == NODE_PATCH_TYPE:
             facts.node_patches.append(read_node_patch(props, resource.name, resource.urn))
+        elif kind == NVIDIA_DRIVER_TYPE:
+            facts.nvidia_drivers.append(read_nvidia_driver(props, resource.name, resource.urn))
         elif kind == NAMESPACE_TYPE:
             annotations = string_map(get(props, "metadata", "annotations"))
             if DRIVER_VERSION_ANNOTATION in annotations or GPU_MODELS_ANNOTATION in annotations:

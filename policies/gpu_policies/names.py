@@ -11,6 +11,7 @@ from typing import Final
 
 from components.catalog.names import (
     DECLARED_TAINTS_ANNOTATION,
+    DRIVER_CUDA_ANNOTATION,
     DRIVER_OWNER_ANNOTATION,
     DRIVER_VERSION_ANNOTATION,
     GPU_MODEL_LABEL,
@@ -23,6 +24,7 @@ from components.catalog.names import (
     NODE_GROUP_LABEL,
     NODE_GROUP_TYPE,
     NODE_PATCH_TYPE,
+    NVIDIA_DRIVER_TYPE,
     SECRET_TYPES,
     SERVICE_TYPES,
     UNTAINTED_ACCEPTED_ANNOTATION,
@@ -44,6 +46,7 @@ _WORKLOAD_TYPE = re.compile(r"^kubernetes:(?P<kind>[a-z0-9./]+:[A-Za-z]+?)(?:Pat
 
 __all__ = [
     "DECLARED_TAINTS_ANNOTATION",
+    "DRIVER_CUDA_ANNOTATION",
     "DRIVER_OWNER_ANNOTATION",
     "DRIVER_VERSION_ANNOTATION",
     "GPU_MODELS_ANNOTATION",
@@ -56,6 +59,7 @@ __all__ = [
     "NODE_GROUP_LABEL",
     "NODE_GROUP_TYPE",
     "NODE_PATCH_TYPE",
+    "NVIDIA_DRIVER_TYPE",
     "OPT_IN_LABEL",
     "OPT_IN_VALUE",
     "SECRET_TYPES",

@@ -12,7 +12,7 @@ import yaml
 
 from components.gpu_operator.component import kyverno_webhooks
 from preview.runner import ProgramRun, run_program
-from tests.helpers import ROOT, plan_raw, refusal, set_path, stack_raw
+from tests.helpers import ROOT, one_driver, plan_raw, refusal, set_path, stack_raw
 from tests.support.chart_render import render_release
 
 
@@ -31,12 +31,15 @@ def _dev_config() -> dict[str, Any]:
 
 
 def _run(**overrides: Any) -> ProgramRun:
-    return run_program("dev", overrides={f"gpu-platform:{k}": v for k, v in overrides.items()})
+    """dev with one driver for every pool (its A100 group's own driver dropped), with ``overrides``."""
+    single = {"nodeGroups": one_driver(stack_raw("dev", expand_defaults=False))["nodeGroups"]}
+    merged = {**single, **overrides}
+    return run_program("dev", overrides={f"gpu-platform:{k}": v for k, v in merged.items()})
 
 
 def _preinstalled_host_mode() -> dict[str, Any]:
     """dev, but every group keeps the image's driver and the hosts own it."""
-    groups = stack_raw("dev")["nodeGroups"]
+    groups = one_driver(stack_raw("dev"))["nodeGroups"]
     for group in groups.values():
         group["gpuEnvironment"] = "runc_drivers_cuda"
     operator = {"driver": {"owner": "host"}, "hostDriver": {"version": "580.95.05"}, "toolkit": False}

@@ -17,13 +17,19 @@ import yaml
 
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.kubernetes import Taint, tolerates
-from components.catalog.names import GPU_NODE_LABEL, MIG_ALL_DISABLED, MIG_CONFIG_LABEL
+from components.catalog.names import (
+    DRIVER_GROUP_LABEL,
+    GPU_NODE_LABEL,
+    MIG_ALL_DISABLED,
+    MIG_CONFIG_LABEL,
+    NVIDIA_DRIVER_TYPE,
+)
 from components.catalog.pools import gpu_taints
 from components.gpu_operator.config import GpuOperatorConfig
 from components.stack.config import parse_stack_config
 from components.stack.pools import gpu_pools
 from preview.runner import ProgramRun, run_program
-from tests.helpers import stack_raw
+from tests.helpers import one_driver, stack_raw
 from tests.support.chart_render import PINNED_CHART, RenderedChart, render_release
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -101,8 +107,23 @@ def assert_configured_settings_rendered(stack: str, raw: dict[str, Any]) -> Rend
 
     # driver
     assert rendered.operand_enabled("driver") is (owner == "operator")
-    if owner == "operator":
+    drivers = {r.inputs["spec"]["nodeSelector"][DRIVER_GROUP_LABEL]: r.inputs for r in run.by_type(NVIDIA_DRIVER_TYPE)}
+    if owner == "operator" and drivers:
+        # Per-pool drivers: the ClusterPolicy hands the driver to the NVIDIADriver resources.
         driver = spec["driver"]
+        assert driver["useNvidiaDriverCRD"] is True and "version" not in driver
+        assert driver["upgradePolicy"] == _expected_upgrade_policy(operator)
+        for name, group in parse_stack_config(raw).node_groups.items():
+            own = group.driver.version if group.driver and group.driver.version else None
+            versions = {
+                d["spec"]["version"]
+                for d in drivers.values()
+                if name in d["metadata"]["annotations"]["gpu-platform.io/pools"].split(",")
+            }
+            assert versions == {own or operator.driver.version}, name
+    elif owner == "operator":
+        driver = spec["driver"]
+        assert driver["useNvidiaDriverCRD"] is False
         assert driver["version"] == operator.driver.version
         assert driver["kernelModuleType"] == operator.driver.kernel_module_type
         assert driver["usePrecompiled"] is operator.driver.use_precompiled
@@ -180,7 +201,7 @@ def test_sandbox_device_plugin_is_rendered_as_configured(enabled: bool) -> None:
 
 
 def _dev(**operator: Any) -> dict[str, Any]:
-    raw = stack_raw("dev")
+    raw = one_driver(stack_raw("dev"))
     raw["gpuOperator"].update(copy.deepcopy(operator))
     return raw
 
@@ -223,7 +244,7 @@ def test_dev_variants_render_as_configured(raw: dict[str, Any]) -> None:
 
 
 def test_host_driver_mode_on_yandex_renders_without_driver_and_toolkit() -> None:
-    raw = stack_raw("dev")
+    raw = one_driver(stack_raw("dev"))
     for group in raw["nodeGroups"].values():
         group["gpuEnvironment"] = "runc_drivers_cuda"
     raw["gpuOperator"] = {"driver": {"owner": "host"}, "hostDriver": {"version": "580.95.05"}, "toolkit": False}

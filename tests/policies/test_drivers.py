@@ -10,7 +10,7 @@ from policies.gpu_policies.drivers import (
     driver_supports_gpu_architectures,
     host_driver_removal_required,
 )
-from policies.gpu_policies.names import NODE_GROUP_TYPE, NODE_PATCH_TYPE, OPT_IN_LABEL, OPT_IN_VALUE
+from policies.gpu_policies.names import NODE_GROUP_TYPE, NODE_PATCH_TYPE, NVIDIA_DRIVER_TYPE, OPT_IN_LABEL, OPT_IN_VALUE
 from tests.policies.support import (
     RELEASE_TYPE,
     config_for,
@@ -156,3 +156,54 @@ def test_an_unknown_gpu_model_is_reported() -> None:
 
 def test_a_stack_without_gpu_models_is_not_applicable() -> None:
     assert run_stack(driver_supports_gpu_architectures, stack(release=OPERATOR_580)).not_applicable
+
+
+# -- per-pool drivers: each NVIDIADriver against its own pools ----------------------------------
+
+PER_POOL = operator_release(
+    {"driver": {"enabled": True, "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False}}}
+)
+
+
+def _nvidia_driver(name: str, version: str, group: str, cuda: str = "") -> tuple[str, str, dict]:
+    annotations = {"gpu-platform.io/cuda": cuda} if cuda else {}
+    props = {
+        "metadata": {"name": f"gpu-platform-{name}", "annotations": annotations},
+        "spec": {"version": version, "nodeSelector": {"gpu-platform.io/driver": group}},
+    }
+    return (NVIDIA_DRIVER_TYPE, f"gpu-drivers-{name}", props)
+
+
+def _mixed_fleet(*drivers: tuple[str, str, dict]) -> list:
+    v100 = node_group(model="V100-32GB", node_labels={"gpu-platform.io/driver": "v100"})
+    a100 = node_group(model="A100-80GB", node_labels={"gpu-platform.io/driver": "a100"})
+    return [*stack(v100, a100, release=PER_POOL), *drivers]
+
+
+def test_an_r595_driver_selecting_only_a100_nodes_passes_next_to_v100_on_r580() -> None:
+    resources = _mixed_fleet(_nvidia_driver("v100", "580.95.05", "v100"), _nvidia_driver("a100", "595.91.07", "a100"))
+    assert run_stack(driver_supports_gpu_architectures, resources).messages == []
+
+
+def test_an_r595_driver_selecting_v100_nodes_is_refused_by_its_own_selector() -> None:
+    """The models come from the nodes the selector matches (no annotation here): the check cannot be skipped."""
+    resources = _mixed_fleet(_nvidia_driver("v100", "595.91.07", "v100"), _nvidia_driver("a100", "595.91.07", "a100"))
+    outcome = run_stack(driver_supports_gpu_architectures, resources)
+    assert outcome.messages == [
+        "NVIDIADriver gpu-platform-v100 spec.version: driver 595.91.07 (R595) does not support Volta GPUs; use an "
+        "R580 driver or older (R580 is the last branch that supports Volta (NVIDIA feature deprecation schedule)); "
+        "affected models: V100-32GB"
+    ]
+    assert outcome.urns == [urn(NVIDIA_DRIVER_TYPE, "gpu-drivers-v100")]
+
+
+def test_each_nvidiadriver_meets_the_cuda_level_its_pools_declare() -> None:
+    resources = _mixed_fleet(
+        _nvidia_driver("v100", "580.95.05", "v100", cuda="12.6"),
+        _nvidia_driver("a100", "580.95.05", "a100", cuda="13.2"),
+    )
+    outcome = run_stack(driver_supports_cuda, resources, config=config_for(driver_supports_cuda, requiredCuda="12.6"))
+    assert outcome.messages == [
+        "NVIDIADriver gpu-platform-a100 spec.version: driver 580.95.05 is too old for CUDA 13.2 workloads; CUDA 13.2 "
+        "needs driver 595.45.04 or newer (strict check) (the CUDA level its pools declare)"
+    ]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import jsonschema
 import kubernetes_validate
 import pytest
+import yaml
 
 from preview.render import is_manifest, manifest_of
 from preview.runner import run_program
 from preview.stack_file import available_stacks
 from tests.helpers import ROOT
+from tests.support.chart_render import PINNED_CHART
 
 # CRDs whose schema kubernetes-validate does not ship (custom resources of other projects). The
 # PrometheusRule's rules are checked by promtool instead (tests/observability/test_alert_rules.py).
@@ -19,6 +22,21 @@ CUSTOM_API_GROUPS = (
     "security.istio.io/",
     "monitoring.coreos.com/",
 )
+
+
+# The GPU Operator's own resources (NVIDIADriver): validated against the CRD the pinned chart ships.
+GPU_OPERATOR_API_GROUP = "nvidia.com/"
+
+
+def gpu_operator_crd_schema(kind: str) -> dict:
+    """The openAPI schema of ``kind`` from the pinned chart's crds/ folder."""
+    for path in sorted((PINNED_CHART / "crds").glob("*.yaml")):
+        document = yaml.safe_load(path.read_text())
+        if document["spec"]["names"]["kind"] == kind:
+            (served,) = [v for v in document["spec"]["versions"] if v.get("storage")]
+            schema: dict = served["schema"]["openAPIV3Schema"]
+            return schema
+    raise AssertionError(f"the pinned chart has no CRD for {kind}")
 
 
 def _manifests(stack: str) -> list[dict]:
@@ -35,6 +53,10 @@ def test_every_manifest_is_valid_for_the_stacks_kubernetes_version(stack: str) -
     assert manifests, f"stack {stack} declares Kubernetes objects"
     checked = 0
     for manifest in manifests:
+        if manifest["apiVersion"].startswith(GPU_OPERATOR_API_GROUP):
+            jsonschema.validate(manifest, gpu_operator_crd_schema(manifest["kind"]))  # the pinned chart's CRD
+            checked += 1
+            continue
         if manifest["apiVersion"].startswith(CUSTOM_API_GROUPS) or manifest["kind"].endswith("Patch"):
             continue
         kubernetes_validate.validate(manifest, f"{version}.0", strict=True)

@@ -46,7 +46,7 @@ from preview.policy_gate import (
 from preview.rendered import HELM_RELEASE, render_registrations
 from preview.runner import ProgramRun, run_program
 from preview.stack_file import available_stacks
-from tests.helpers import ROOT, preview_cli
+from tests.helpers import ROOT, one_driver, preview_cli
 from tests.preview.support import (
     KUBEFLOW_KEY,
     OPERATOR_KEY,
@@ -60,6 +60,8 @@ STACKS = available_stacks(ROOT)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SECRET = "kubernetes:core/v1:Secret"
 PROFILE = "kubernetes:kubeflow.org/v1:Profile"
+NVIDIA_DRIVER = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
+NODE_GROUPS_KEY = "gpu-platform:nodeGroups"
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
 
 
@@ -101,9 +103,11 @@ def test_the_cuda_check_is_active_for_every_example_stack(stack: str) -> None:
 # Seeded violations: hand-modified registrations of the real dev program
 
 
-def _edit(run: ProgramRun, resource_type: str, change: Callable[[dict[str, Any]], None]) -> list[Registration]:
-    """The dev registrations with ``change`` applied to the inputs of the first ``resource_type``."""
-    target = run.by_type(resource_type)[0]
+def _edit(
+    run: ProgramRun, resource_type: str, change: Callable[[dict[str, Any]], None], name: str | None = None
+) -> list[Registration]:
+    """The dev registrations with ``change`` applied to the inputs of the first ``resource_type`` (or ``name``)."""
+    target = run.one(resource_type, name) if name else run.by_type(resource_type)[0]
     out = []
     for registration in run.registrations:
         if registration is target:
@@ -141,7 +145,8 @@ def _range_version(inputs: dict[str, Any]) -> None:
 
 
 def _r595_driver(inputs: dict[str, Any]) -> None:
-    inputs["values"]["driver"]["version"] = "595.45.04"
+    """dev's V100 group has its own NVIDIADriver: give it an R595 driver."""
+    inputs["spec"]["version"] = "595.45.04"
 
 
 def _unread_key(inputs: dict[str, Any]) -> None:
@@ -200,7 +205,11 @@ SEEDS: list[tuple[str, str, Callable[[ProgramRun], list[Registration]]]] = [
     ("gpu-operator-tolerates-gpu-taints", "new-taint", lambda run: _edit(run, NODE_GROUP_TYPE, _extra_taint)),
     ("helm-repository-allowed", "mirror", lambda run: _edit(run, RELEASE, _mirror_repo)),
     ("helm-chart-version-pinned", "range", lambda run: _edit(run, RELEASE, _range_version)),
-    ("driver-supports-gpu-architectures", "r595", lambda run: _edit(run, RELEASE, _r595_driver)),
+    (
+        "driver-supports-gpu-architectures",
+        "r595",
+        lambda run: _edit(run, NVIDIA_DRIVER, _r595_driver, name="gpu-drivers-v100"),
+    ),
     ("gpu-operator-values-contract", "unread-key", lambda run: _edit(run, RELEASE, _unread_key)),
     ("mig-layouts-placeable", "bad-layout", lambda run: _edit(run, RELEASE, _bad_mig_layout)),
     ("kubeflow-no-public-credentials", "default-hash", lambda run: _edit(run, SECRET, _default_password)),
@@ -301,8 +310,9 @@ def test_the_program_tolerates_an_extra_taint_a_bare_metal_node_declares() -> No
 def test_a_required_cuda_level_the_driver_cannot_run_fails_the_gate(dev: ProgramRun) -> None:
     config = {"driver-supports-cuda": {"requiredCuda": "13.1"}}
     result = evaluate(dev.registrations, parse_policy_config(config), stack="dev")
+    # dev's A100 group runs R595 (CUDA up to 13.2); only the V100 group's R580 NVIDIADriver falls short.
     assert [(f.policy, f.resource) for f in result.mandatory] == [
-        ("driver-supports-cuda", f"{RELEASE}::{dev.by_type(RELEASE)[0].name}")
+        ("driver-supports-cuda", f"{NVIDIA_DRIVER}::gpu-drivers-v100")
     ]
     assert "driver 580.95.05 is too old for CUDA 13.1 workloads" in result.mandatory[0].message
 
@@ -485,6 +495,13 @@ def test_the_preview_writes_the_report_the_rendered_objects_and_prints_the_verdi
         (out / "rendered" / "gpu-operator-release" / "clusterpolicy-cluster-policy.yaml").read_text()
     )
     assert cluster_policy["kind"] == "ClusterPolicy"
+    # dev runs two driver branches: the plan is printed, and each NVIDIADriver is written for review
+    assert (
+        "Driver upgrade plan (nvidiaDriver; a step starts once the previous step's smoke Jobs pass):" in result.stdout
+    )
+    assert "    v100: driver 580.95.05 (" in result.stdout and "    a100: driver 595.91.07 (" in result.stdout
+    for group in ("a100", "v100"):
+        assert (out / "manifests" / f"nvidiadriver-gpu-platform-{group}.yaml").exists()
     for entry in report:
         if entry["origin"] != "registered":
             assert entry["origin"].startswith("rendered from kubernetes:"), entry
@@ -505,7 +522,9 @@ def test_a_mandatory_violation_makes_the_preview_exit_3(tmp_path: Path) -> None:
 
 
 def _moved_driver(repository: str | None) -> dict[str, Any]:
+    """dev with one driver (so the ClusterPolicy renders it) and ``extraValues`` moving its repository."""
     config = _without_kubeflow()
+    config[NODE_GROUPS_KEY] = one_driver({"nodeGroups": config[NODE_GROUPS_KEY]})["nodeGroups"]
     if repository is not None:
         config[OPERATOR_KEY] = {**config[OPERATOR_KEY], "extraValues": {"driver": {"repository": repository}}}
     return config

@@ -31,9 +31,13 @@ from preview.rendered import (
     find_tool,
     render_registrations,
 )
+from preview.runner import run_program
 from preview.stack_file import available_stacks
-from tests.helpers import ROOT
-from tests.preview.support import real_stack
+from tests.helpers import ROOT, one_driver, stack_raw
+from tests.preview.support import real_stack, with_pinned_kubeflow
+
+# dev with every pool on gpuOperator.driver: the driver is rendered into the ClusterPolicy.
+ONE_DRIVER = {"gpu-platform:nodeGroups": one_driver(stack_raw("dev", expand_defaults=False))["nodeGroups"]}
 
 STACKS = available_stacks(ROOT)
 
@@ -253,7 +257,7 @@ def test_written_files_mask_secret_data_and_the_releases_secret_values(tmp_path:
     files = render_registrations([directory], tmp_path).files()
     assert yaml.safe_load(files["rendered/overlay/secret-team-a-db.yaml"])["stringData"] == {"password": SECRET_MASK}
 
-    run, _ = real_stack("dev")
+    run = run_program("dev", overrides={**with_pinned_kubeflow("dev"), **ONE_DRIVER})  # the ClusterPolicy's driver
     release = _release(run)
     masked = copy.deepcopy(release.masked_inputs)
     masked["values"]["driver"]["version"] = SECRET_MASK  # as if the driver version were a Pulumi secret

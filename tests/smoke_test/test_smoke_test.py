@@ -97,3 +97,23 @@ def test_a_replaced_node_group_gets_a_new_smoke_job() -> None:
     }
     changed = before ^ after
     assert len(changed) == 2 and all(name.startswith("gpu-smoke-v100-gpu-") for name in changed)
+
+
+def test_every_job_first_waits_for_the_declared_driver_on_its_node(prod: ProgramRun) -> None:
+    """Host-owned prod: each Job checks hostDriver.version; the check holds the same GPU resource as the test."""
+    for job in prod.by_type(JOB):
+        pod = job.inputs["spec"]["template"]["spec"]
+        (check,) = pod["initContainers"]
+        assert check["command"][:2] == ["sh", "-c"] and 'want="580.95.05"' in check["command"][2]
+        assert check["resources"]["limits"] == pod["containers"][0]["resources"]["limits"]
+        assert {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"} in check["env"]
+        assert check["image"] == pod["containers"][0]["image"]  # no second image to pull or pin
+
+
+def test_a_changed_driver_gives_the_job_a_new_spec() -> None:
+    """Jobs are immutable and replaced on a spec change: a new declared driver runs the test again."""
+    raw = set_path(stack_raw("prod"), "gpuOperator.hostDriver.version", "580.105.08")
+    run = run_program("prod", overrides={f"gpu-platform:{k}": v for k, v in raw.items()})
+    for job in run.by_type(JOB):
+        (check,) = job.inputs["spec"]["template"]["spec"]["initContainers"]
+        assert 'want="580.105.08"' in check["command"][2]

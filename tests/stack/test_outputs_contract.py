@@ -26,6 +26,7 @@ TOP_LEVEL_KEYS = {
     "gpuPools",
     "gpuNodeGroups",
     "gpuOperator",
+    "drivers",
     "kubeflow",
     "mig",
     "observability",

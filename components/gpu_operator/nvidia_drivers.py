@@ -1,0 +1,62 @@
+"""The ``NVIDIADriver`` resources of one ordering step (the canaries, or the rest), each awaited until ready.
+
+Used when pools run different drivers (``DriverPlan.per_pool``); the release then has
+``driver.nvidiaDriverCRD.enabled`` and no default object (values.py), and the objects come from
+``driver_objects``. ``pulumi.com/waitFor`` makes ``pulumi up`` wait for ``status.state: ready``
+(components.catalog.nvidia_driver); the smoke Jobs then prove the version on the nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog import nvidia_driver as crd
+from components.catalog.names import GPU_DRIVERS_TYPE
+
+
+@dataclass(frozen=True)
+class GpuDriversArgs:
+    """The groups of one ordering step (the canaries, or the rest), their objects, and what comes first."""
+
+    objects: dict[str, dict[str, Any]]  # group name -> nvidia_driver_object(...)
+    provider: k8s.Provider
+    timeout_seconds: int
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class GpuDrivers(pulumi.ComponentResource):
+    """The NVIDIADriver resources of one ordering step, each awaited until it reports ready."""
+
+    drivers: dict[str, k8s.apiextensions.CustomResource]
+
+    def __init__(self, name: str, args: GpuDriversArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(GPU_DRIVERS_TYPE, name, None, opts)
+        self.drivers = {}
+        for group, obj in sorted(args.objects.items()):
+            self.drivers[group] = k8s.apiextensions.CustomResource(
+                f"{name}-{group}",
+                api_version=obj["apiVersion"],
+                kind=obj["kind"],
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=obj["metadata"]["name"],
+                    labels=obj["metadata"]["labels"],
+                    annotations=obj["metadata"]["annotations"],
+                ),
+                spec=obj["spec"],
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.provider,
+                    depends_on=args.depends_on,
+                    # The CRD refuses in-place changes of these (CEL self == oldSelf); a new object is needed.
+                    replace_on_changes=[f"spec.{key}" for key in crd.IMMUTABLE_SPEC_FIELDS],
+                    delete_before_replace=True,  # the name is fixed, and two objects must not select one node
+                    custom_timeouts=pulumi.CustomTimeouts(
+                        create=f"{args.timeout_seconds}s", update=f"{args.timeout_seconds}s"
+                    ),
+                ),
+            )
+        self.register_outputs({"drivers": sorted(self.drivers)})

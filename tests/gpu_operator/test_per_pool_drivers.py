@@ -1,0 +1,269 @@
+"""A driver per pool: NVIDIADriver resources rendered with the real chart and validated against its CRD.
+
+The dev stack runs its V100 group on R580 (the last branch for Volta) and its A100 group on R595 for
+CUDA 13.2. These tests run the whole program under mocks, render the Helm release it registers with the
+real pinned chart (``helm template``), and validate every NVIDIADriver object the program declares
+against the openAPI schema of the chart's own CRD (``crds/nvidia.com_nvidiadrivers.yaml``) with
+``jsonschema``. The CRD's CEL rules are not evaluated by a JSON-schema validator; the one that matters
+here (a default resource must not have a nodeSelector) is asserted directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from components.catalog import nvidia_driver as crd
+from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
+from preview.runner import ProgramRun, run_program
+from tests.helpers import refusal, set_path, stack_raw
+from tests.support.chart_render import PINNED_CHART, render_release
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_GROUP = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
+JOB = "kubernetes:batch/v1:Job"
+
+
+def _run(raw: dict[str, Any], stack: str = "dev") -> ProgramRun:
+    run = run_program(stack, overrides={f"gpu-platform:{key}": value for key, value in raw.items()})
+    assert run.config_error is None, run.config_error
+    return run
+
+
+@pytest.fixture(scope="module")
+def dev() -> ProgramRun:
+    return _run(stack_raw("dev"))
+
+
+@pytest.fixture(scope="module")
+def crd_schema() -> dict[str, Any]:
+    document = yaml.safe_load((PINNED_CHART / "crds" / "nvidia.com_nvidiadrivers.yaml").read_text())
+    (version,) = [v for v in document["spec"]["versions"] if v["name"] == crd.API_VERSION.split("/")[1]]
+    assert document["spec"]["names"]["kind"] == crd.KIND and document["spec"]["scope"] == "Cluster"
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def _drivers(run: ProgramRun) -> dict[str, dict[str, Any]]:
+    """NVIDIADriver name -> the object the program declares."""
+    return {r.inputs["metadata"]["name"]: r.inputs for r in run.by_type(NVIDIA_DRIVER_TYPE)}
+
+
+def _node_labels(run: ProgramRun) -> dict[str, dict[str, str]]:
+    """Node group -> the labels its nodes get."""
+    return {r.name.removeprefix("gpu-").removesuffix("-group"): r.inputs["nodeLabels"] for r in run.by_type(NODE_GROUP)}
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def test_two_branches_give_one_nvidiadriver_each_selecting_only_its_pool(dev: ProgramRun) -> None:
+    drivers = _drivers(dev)
+    assert {name: d["spec"]["version"] for name, d in drivers.items()} == {
+        "gpu-platform-a100": "595.91.07",
+        "gpu-platform-v100": "580.95.05",
+    }
+    labels = _node_labels(dev)
+    for name, driver in drivers.items():
+        selected = [
+            group for group, node_labels in labels.items() if _selects(driver["spec"]["nodeSelector"], node_labels)
+        ]
+        assert selected == [name.removeprefix("gpu-platform-")], (name, selected)
+        assert driver["spec"]["default"] is False
+
+
+def test_every_nvidiadriver_is_valid_against_the_chart_crd(dev: ProgramRun, crd_schema: dict[str, Any]) -> None:
+    for name, driver in _drivers(dev).items():
+        jsonschema.validate(driver, crd_schema)  # raises with the failing path
+        assert set(driver["spec"]) >= {"default", "driverType", "image"}, name  # the CRD's required keys
+
+
+def test_a_schema_violation_is_caught(dev: ProgramRun, crd_schema: dict[str, Any]) -> None:
+    """The validator really checks: a kernel module type the CRD does not allow fails it."""
+    driver = next(iter(_drivers(dev).values()))
+    broken = {**driver, "spec": {**driver["spec"], "kernelModuleType": "closed"}}
+    with pytest.raises(jsonschema.ValidationError, match="closed"):
+        jsonschema.validate(broken, crd_schema)
+
+
+def test_the_real_chart_switches_the_clusterpolicy_to_nvidiadrivers_and_deploys_no_default(dev: ProgramRun) -> None:
+    rendered = render_release(dev.one(RELEASE, "gpu-operator-release").inputs)
+    driver = rendered.cluster_policy["driver"]
+    assert driver["enabled"] is True and driver["useNvidiaDriverCRD"] is True
+    assert "version" not in driver  # the chart writes the ClusterPolicy's driver only without NVIDIADrivers
+    assert driver["upgradePolicy"]["autoUpgrade"] is True  # the upgrade controller stays on
+    assert rendered.all("NVIDIADriver") == []  # no default resource overlapping ours
+
+
+def test_our_objects_carry_what_the_charts_default_object_would(dev: ProgramRun) -> None:
+    """Rendering the same values with the chart's default resource on gives its image, manager and tolerations."""
+    inputs = dev.one(RELEASE, "gpu-operator-release").inputs
+    values = {**inputs["values"], "driver": {**inputs["values"]["driver"], "version": "595.91.07"}}
+    values["driver"]["nvidiaDriverCRD"] = {"enabled": True, "deployDefaultCR": True}
+    (default,) = render_release({**inputs, "values": values}).all("NVIDIADriver")
+    assert default["spec"]["default"] is True and "nodeSelector" not in default["spec"]
+    for driver in _drivers(dev).values():
+        for key in ("repository", "image", "driverType", "rdma", "tolerations"):
+            assert driver["spec"][key] == default["spec"][key], key
+        for key in ("repository", "image", "version"):
+            assert driver["spec"]["manager"][key] == default["spec"]["manager"][key], key
+        assert driver["spec"]["upgradePolicy"].keys() == default["spec"]["upgradePolicy"].keys()
+
+
+def test_pulumi_waits_for_each_nvidiadriver_to_report_ready(dev: ProgramRun) -> None:
+    for registration in dev.by_type(NVIDIA_DRIVER_TYPE):
+        annotations = registration.inputs["metadata"]["annotations"]
+        assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
+
+
+def test_smoke_jobs_wait_for_their_pools_declared_driver_after_its_nvidiadriver(dev: ProgramRun) -> None:
+    drivers = {r.inputs["spec"]["nodeSelector"][DRIVER_GROUP_LABEL]: r for r in dev.by_type(NVIDIA_DRIVER_TYPE)}
+    for job in dev.by_type(JOB):
+        pool = job.inputs["metadata"]["labels"]["gpu-platform.io/pool"]
+        (check,) = job.inputs["spec"]["template"]["spec"]["initContainers"]
+        assert f'want="{drivers[pool].inputs["spec"]["version"]}"' in check["command"][2]
+        assert drivers[pool].urn in job.dependencies
+
+
+def test_a_single_driver_keeps_the_clusterpolicy_driver() -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
+    run = _run(raw)
+    assert run.by_type(NVIDIA_DRIVER_TYPE) == []
+    assert all(DRIVER_GROUP_LABEL not in labels for labels in _node_labels(run).values())
+    driver = render_release(run.one(RELEASE, "gpu-operator-release").inputs).cluster_policy["driver"]
+    assert driver["useNvidiaDriverCRD"] is False and driver["version"] == "580.95.05"
+    assert run.outputs["drivers"]["mode"] == "clusterPolicy"
+
+
+def test_outputs_give_each_pools_driver_and_newest_cuda(dev: ProgramRun) -> None:
+    pools = dev.outputs["drivers"]["pools"]
+    assert {name: (p["driverVersion"], p["maxCuda"], p["cuda"]) for name, p in pools.items()} == {
+        "a100": ("595.91.07", "13.2", "13.2"),
+        "v100": ("580.95.05", "13.0", "12.6"),
+    }
+    # maxParallelUpgrades 1 bounds both pools: one node per wave (a100 at most 2 nodes, v100 at most 3).
+    assert {name: p["waves"] for name, p in pools.items()} == {"a100": 2, "v100": 3}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (
+            "nodeGroups.v100.driver",
+            {"version": "595.91.07"},
+            "nodeGroups.v100.driver.version: driver 595.91.07 (R595) does not support Volta GPUs; use an R580 driver "
+            "or older (R580 is the last branch that supports Volta (NVIDIA feature deprecation schedule)); "
+            "used by nodeGroups.v100",
+        ),
+        (
+            "nodeGroups.a100.driver",
+            {"version": "580.95.05", "cuda": "13.2"},
+            "nodeGroups.a100.driver.version: driver 580.95.05 is too old for CUDA 13.2 workloads; CUDA 13.2 needs "
+            "driver 595.45.04 or newer (strict check); nodeGroups.a100.driver.cuda asks for it",
+        ),
+        (
+            "nodeGroups.a100.driver",
+            {"cuda": "12.4"},
+            "nodeGroups.a100.driver.cuda: 12.4 is below cuda.version 12.6: the stack-wide level applies to every "
+            "pool; set 12.6 or newer, or leave it unset",
+        ),
+        (
+            "nodeGroups.a100.driver",
+            {"version": "595"},
+            "nodeGroups.a100.driver.version: '595' is not a full driver version such as 580.95.05 (a branch like "
+            "580 names no driver)",
+        ),
+        (
+            "nodeGroups.a100.driver",
+            {"upgradePolicy": {"maxUnavailable": "0%"}},
+            "nodeGroups.a100.driver.upgradePolicy.maxUnavailable: '0%' allows no node of pool a100 (2 nodes) to be "
+            "upgraded at once, so a driver change could never progress; allow at least one node",
+        ),
+        (
+            "nodeGroups.v100.driver",
+            {"kernelModuleType": "open"},
+            "nodeGroups.v100.driver.kernelModuleType: open kernel modules need Turing or newer; Volta (V100) needs "
+            "proprietary or auto",
+        ),
+    ],
+)
+def test_bad_pool_drivers_are_refused_with_one_line(path: str, value: Any, expected: str) -> None:
+    assert refusal(set_path(stack_raw("dev"), path, value)) == [expected]
+
+
+def test_a_pool_driver_under_host_owned_drivers_is_refused() -> None:
+    raw = set_path(stack_raw("dev"), "gpuOperator.driver", {"owner": "host"})
+    raw = set_path(raw, "gpuOperator.hostDriver", {"version": "580.95.05"})
+    for group in ("v100", "a100"):
+        raw = set_path(raw, f"nodeGroups.{group}.gpuEnvironment", "runc_drivers_cuda")
+    lines = refusal(raw)
+    assert lines == [
+        "nodeGroups.a100.driver: sets a pool's own driver, but the hosts own the driver (gpuOperator.driver.owner: "
+        "host), so the GPU Operator installs none; remove it, or set gpuOperator.driver.owner: operator"
+    ]
+
+
+def test_the_default_cr_cel_rule_holds(dev: ProgramRun) -> None:
+    """The CRD's CEL rule (a default resource has no nodeSelector), which JSON schema cannot evaluate."""
+    for driver in _drivers(dev).values():
+        assert not (driver["spec"]["default"] and driver["spec"].get("nodeSelector"))
+
+
+def test_a_pools_upgrade_policy_overrides_the_stacks_key_by_key() -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", {"maxParallelUpgrades": 2})
+    drivers = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["upgradePolicy"] for r in _run(raw).by_type(NVIDIA_DRIVER_TYPE)
+    }
+    assert drivers["gpu-platform-a100"]["maxParallelUpgrades"] == 2
+    assert drivers["gpu-platform-a100"]["drain"]["enable"] is True  # the stack's, kept (the chart default is false)
+    assert drivers["gpu-platform-v100"]["maxParallelUpgrades"] == 1
+
+
+def test_node_group_defaults_give_every_group_the_same_cuda_level() -> None:
+    raw = stack_raw("dev", expand_defaults=False)
+    raw["nodeGroupDefaults"]["driver"] = {"cuda": "13.0"}
+    del raw["nodeGroups"]["a100"]["driver"]["cuda"]
+    pools = _run(raw).outputs["drivers"]["pools"]
+    assert (pools["v100"]["cuda"], pools["a100"]["cuda"]) == ("13.0", "13.0")
+    # the A100 group keeps its own version next to the inherited CUDA level (maps merge key by key)
+    assert pools["a100"]["driverVersion"] == "595.91.07"
+
+
+def test_pools_with_the_same_resolved_driver_share_one_nvidiadriver() -> None:
+    """Three distinct pools, two drivers: one resource per distinct driver, named after its first pool."""
+    raw = stack_raw("dev")
+    raw["nodeGroups"]["a100b"] = {**raw["nodeGroups"]["a100"], "mig": None}
+    run = _run(raw)
+    drivers = _drivers(run)
+    assert sorted(drivers) == ["gpu-platform-a100", "gpu-platform-v100"]
+    labels = _node_labels(run)
+    assert labels["a100"][DRIVER_GROUP_LABEL] == labels["a100b"][DRIVER_GROUP_LABEL] == "a100"
+    assert drivers["gpu-platform-a100"]["metadata"]["annotations"]["gpu-platform.io/pools"] == "a100,a100b"
+
+
+def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees_it() -> None:
+    """extraValues driver.repository (an air-gapped mirror) applies to the NVIDIADrivers as to the chart's own."""
+    from preview.policy_gate import evaluate
+
+    raw = set_path(
+        stack_raw("dev"), "gpuOperator.extraValues", {"driver": {"repository": "registry.example.com/nvidia"}}
+    )
+    run = _run(raw)
+    assert {d["spec"]["repository"] for d in _drivers(run).values()} == {"registry.example.com/nvidia"}
+    flagged = {
+        f.resource
+        for f in evaluate(run.registrations).mandatory
+        if f.policy == "gpu-operator-images-allowed-registries"
+    }
+    assert f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-a100" in flagged and f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-v100" in flagged
+
+
+def test_no_node_at_a_time_is_accepted_when_the_upgrade_controller_is_off() -> None:
+    """maxUnavailable 0% only stalls automatic upgrades: with autoUpgrade false nothing waits on it."""
+    policy = {"autoUpgrade": False, "maxUnavailable": "0%"}
+    run = _run(set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", policy))
+    assert run.outputs["drivers"]["pools"]["a100"]["waves"] is None
