@@ -61,6 +61,7 @@ def test_a_bigger_demand_moves_more_gpus_and_changes_the_label() -> None:
     small = plan_raw(_prod_from_demand())
     raw = set_path(stack_raw("prod"), NODE_3_MIG, FROM_DEMAND)
     raw["mig"]["demand"][0]["profiles"] = {"1g.10gb": 40, "3g.40gb": 20}
+    raw["kubeflow"]["gpuQuotaCheck"] = "warn"  # the node keeps 2 whole GPUs, below team-llm's quota of 4
     big = plan_raw(raw)
     assert big.mig.resources_per_node(big.pool("gpu-node-3"))["nvidia.com/mig-3g.40gb"] == 12
     assert big.mig.pools["gpu-node-3"].config_name != small.mig.pools["gpu-node-3"].config_name
