@@ -148,6 +148,15 @@ def test_the_drivers_output_gives_the_order_and_each_nodes_driver(prod: ProgramR
     assert pools["gpu-node-3"]["step"] == 2 and pools["gpu-node-3"]["waves"] == 1  # one node, one wave
 
 
+def test_the_preview_prints_the_canary_node_first(prod: ProgramRun) -> None:
+    from preview.driver_plan import driver_upgrade_plan
+
+    lines = [line.strip() for line in driver_upgrade_plan(None, prod.outputs)]
+    steps = [line.split(":")[0] for line in lines[1:]]
+    assert steps == ["step 1 (canary)", "gpu-node-1", "step 2 (rest)", "gpu-node-2", "gpu-node-3"]
+    assert lines[2].startswith(f"gpu-node-1: driver {CANARY_DRIVER} (installs)")
+
+
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
@@ -187,3 +196,9 @@ def test_one_driver_for_every_node_keeps_the_clusterpolicy_driver() -> None:
     rendered = render_release(run.one(RELEASE, "gpu-operator-release").inputs)
     assert rendered.cluster_policy["driver"]["enabled"] is True
     assert rendered.cluster_policy["driver"]["version"] == STACK_DRIVER
+
+
+def test_the_policy_gate_passes_the_driverless_variant(prod: ProgramRun) -> None:
+    from preview.policy_gate import evaluate
+
+    assert [f"{f.policy}: {f.resource}" for f in evaluate(prod.registrations).mandatory] == []
