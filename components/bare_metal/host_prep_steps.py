@@ -148,6 +148,12 @@ STEPS: tuple[HostPrepStep, ...] = (
                 choices=("required", "absent"),
             ),
             StepInput(
+                "OPERATOR_DRIVER_ROOT",
+                "/run/nvidia/driver",
+                "with HOST_DRIVER=absent: where the GPU Operator's driver container puts the driver (absolute path)",
+                pattern=_ABS_PATH,
+            ),
+            StepInput(
                 "REQUIRED_MIN_DRIVER",
                 "",
                 "lowest acceptable driver version such as 580.65.06, or empty",

@@ -16,6 +16,7 @@ import pulumi_command as command
 
 from components.bare_metal import host_prep_steps as steps
 from components.bare_metal.config import BareMetalConfig, BareMetalNode
+from components.catalog.drivers import DRIVER_CONTAINER_RUNS_HOST_SERVICES, OPERATOR_DRIVER_ROOT
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class HostPreparationArgs:
 
     ``driverless``: the GPU Operator's driver container owns the driver, so ``driver-check`` verifies
     that the host has no driver of its own and ``nvidia-services`` does not run (the container runs
-    persistenced and the fabric manager, ``catalog.drivers.OPERATOR_DRIVER_CONTAINER_SERVICES``).
+    persistenced and the fabric manager, ``catalog.drivers.DRIVER_CONTAINER_RUNS_HOST_SERVICES``).
     """
 
     config: BareMetalConfig
@@ -59,7 +60,7 @@ def step_environment(
             "ALLOW_UNSIGNED_MODULES": str(prep.allow_unsigned_modules).lower(),
         },
         "sysctl": {"BPF_JIT_HARDEN": str(prep.bpf_jit_harden)},
-        "driver-check": {"HOST_DRIVER": "absent"}
+        "driver-check": {"HOST_DRIVER": "absent", "OPERATOR_DRIVER_ROOT": OPERATOR_DRIVER_ROOT}
         if args.driverless
         else {
             "HOST_DRIVER": "required",
@@ -74,7 +75,7 @@ def step_environment(
         },
     }
     skipped = {"container-toolkit"} if not prep.configure_containerd else set()
-    if args.driverless:
+    if args.driverless and DRIVER_CONTAINER_RUNS_HOST_SERVICES:
         skipped.add("nvidia-services")
     return {step.name: env[step.name] for step in steps.STEPS if step.name not in skipped}
 

@@ -696,6 +696,20 @@ def test_driverless_check_fails_on_a_module_the_operator_did_not_load(host: Fake
     )
 
 
+def test_the_operators_driver_root_is_the_catalogs_and_the_charts(host: FakeHost) -> None:
+    import yaml
+
+    from components.catalog.drivers import OPERATOR_DRIVER_ROOT
+    from tests.support.chart_render import PINNED_CHART
+
+    chart_values = yaml.safe_load((PINNED_CHART / "values.yaml").read_text())
+    assert chart_values["hostPaths"]["driverInstallDir"] == OPERATOR_DRIVER_ROOT
+    assert get_step("driver-check").input("OPERATOR_DRIVER_ROOT").default == OPERATOR_DRIVER_ROOT
+    host.write("opt/operator-driver/usr/bin/nvidia-smi", "")  # another root: the one passed in counts
+    result = host.run("driver-check", {"HOST_DRIVER": "absent", "OPERATOR_DRIVER_ROOT": "/opt/operator-driver"})
+    assert parse_facts(result.stdout)["driver_source"] == "operator"
+
+
 @pytest.mark.parametrize(
     "installed",
     ["usr/bin/nvidia-smi", "usr/lib64/libnvidia-ml.so.1", f"{KERNEL_MODULES}/extra/nvidia.ko.xz"],

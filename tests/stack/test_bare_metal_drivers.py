@@ -129,7 +129,7 @@ def test_host_preparation_checks_that_no_host_driver_is_there_and_leaves_the_ser
     steps = [c.name.rsplit("gpu-node-1-", 1)[1] for c in prod.by_type(COMMAND) if "-gpu-node-1-" in c.name]
     assert steps == ["nouveau", "sysctl", "driver-check"]  # no nvidia-services, no container-toolkit
     check = prod.one(COMMAND, "host-preparation-gpu-node-1-driver-check").inputs["create"]
-    assert "export HOST_DRIVER=absent\n" in check
+    assert "export HOST_DRIVER=absent\n" in check and "export OPERATOR_DRIVER_ROOT=/run/nvidia/driver\n" in check
     assert "export EXPECTED_DRIVER_VERSION=''\n" in check and "export REQUIRED_MIN_DRIVER=''\n" in check
     release = prod.one(RELEASE, "gpu-operator-release")
     assert prod.one(COMMAND, "host-preparation-gpu-node-3-driver-check").urn in release.dependencies

@@ -15,12 +15,13 @@
 # With HOST_DRIVER=absent (driverless hosts: the GPU Operator's driver container owns the driver) it
 # checks the opposite and fails when a host driver is installed or loaded: the NVIDIA user-space
 # driver (nvidia-smi, libnvidia-ml) under /usr, an nvidia kernel module under /lib/modules of any
-# installed kernel, or a loaded nvidia module while the operator's driver root (/run/nvidia/driver)
+# installed kernel, or a loaded nvidia module while the operator's driver root (OPERATOR_DRIVER_ROOT)
 # is missing (a module the operator did not load). A module loaded with that root present is the
 # operator's own driver: accepted, so a re-run on a working node passes.
 #
 # Inputs (environment):
 #   HOST_DRIVER              required (default) or absent
+#   OPERATOR_DRIVER_ROOT     the GPU Operator's driver root on the host (default /run/nvidia/driver)
 #   REQUIRED_MIN_DRIVER      lowest acceptable driver version, e.g. 580.65.06 (default: no minimum)
 #   EXPECTED_DRIVER_VERSION  the exact driver version the host must have (default: any)
 # Prints: driver_version, kernel_module_version, cuda_version (the newest CUDA the driver supports,
@@ -35,11 +36,13 @@ set -euo pipefail
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh" # host-prep:inline lib.sh
 
 HOST_DRIVER=${HOST_DRIVER:-required}
+OPERATOR_DRIVER_ROOT=${OPERATOR_DRIVER_ROOT:-/run/nvidia/driver}
 REQUIRED_MIN_DRIVER=${REQUIRED_MIN_DRIVER:-}
 EXPECTED_DRIVER_VERSION=${EXPECTED_DRIVER_VERSION:-}
 
 hp_init driver-check
 hp_check_choice HOST_DRIVER "$HOST_DRIVER" required absent
+hp_check_abs_path OPERATOR_DRIVER_ROOT "$OPERATOR_DRIVER_ROOT"
 hp_check_version REQUIRED_MIN_DRIVER "$REQUIRED_MIN_DRIVER"
 hp_check_version EXPECTED_DRIVER_VERSION "$EXPECTED_DRIVER_VERSION"
 
@@ -64,8 +67,8 @@ check_no_host_driver() {
     IFS= read -r nvrm <"$HP_ROOT/proc/driver/nvidia/version" || true
     module=$(hp_last_version "${nvrm:-}")
     hp_fact kernel_module_version "${module:-unknown}"
-    if [[ ! -d $HP_ROOT/run/nvidia/driver ]]; then
-      hp_error "an nvidia kernel module ${module:-} is loaded but not by the GPU Operator's driver container (no /run/nvidia/driver); reboot the host without the host driver"
+    if [[ ! -d $HP_ROOT$OPERATOR_DRIVER_ROOT ]]; then
+      hp_error "an nvidia kernel module ${module:-} is loaded but not by the GPU Operator's driver container (no $OPERATOR_DRIVER_ROOT); reboot the host without the host driver"
       found+=(loaded-module)
     else
       hp_fact driver_source operator
