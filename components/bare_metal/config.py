@@ -1,8 +1,10 @@
 """Config model of a bare-metal GPU estate (``bareMetal`` in the stack file).
 
-Existing Kubernetes nodes reached over SSH for host preparation. The driver lives on the host, so
-the GPU Operator runs with ``driver.enabled=false`` and ``gpuOperator.hostDriver.version`` declares
-the version every host must report. SSH keys are secret config keys, never inline.
+Existing Kubernetes nodes reached over SSH for host preparation. By default the driver lives on the
+host, so the GPU Operator runs with ``driver.enabled=false`` and ``gpuOperator.hostDriver.version``
+declares the version every host must report. Driverless hosts (``gpuOperator.driver.owner: operator``)
+run the operator's driver instead, and each node may set its own (``driver``, the same model as a
+Yandex node group's). SSH keys are secret config keys, never inline.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from components.catalog.kubernetes import (
     parse_taint,
     user_name_problem,
 )
+from components.gpu_operator.pool_config import PoolDriverConfig
 from components.mig.config import MigConfig
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -95,6 +98,11 @@ class BareMetalNode(ConfigModel):
     )
     nvswitch: Literal["auto", "true", "false"] | None = None
     mig: MigConfig | None = None
+    driver: PoolDriverConfig | None = Field(
+        default=None,
+        description="this node's own operator-managed driver (driverless hosts, gpuOperator.driver.owner: operator); "
+        "unset keys come from gpuOperator.driver",
+    )
 
 
 class BareMetalConfig(ConfigModel):
@@ -143,6 +151,8 @@ class BareMetalConfig(ConfigModel):
                     join_path(node_path, "gpuModel"), f"{node.gpu_model!r} is not a known GPU model; allowed: {allowed}"
                 )
             yield from label_problems(node.labels, join_path(node_path, "labels"))
+            if node.driver is not None:
+                yield from node.driver.problems(join_path(node_path, "driver"))
         prep = self.host_preparation
         if not _ABSOLUTE_PATH.match(prep.containerd_config):
             yield Problem(

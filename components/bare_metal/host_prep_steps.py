@@ -138,8 +138,21 @@ STEPS: tuple[HostPrepStep, ...] = (
     HostPrepStep(
         name="driver-check",
         script="driver-check.sh",
-        purpose="fail unless the host driver is loaded consistently and is the declared version",
+        purpose="fail unless the host driver is loaded consistently and is the declared version "
+        "(HOST_DRIVER=absent: unless the host has no driver of its own)",
         inputs=(
+            StepInput(
+                "HOST_DRIVER",
+                "required",
+                "required: the host's driver is checked; absent: driverless host, no host driver may be there",
+                choices=("required", "absent"),
+            ),
+            StepInput(
+                "OPERATOR_DRIVER_ROOT",
+                "/run/nvidia/driver",
+                "with HOST_DRIVER=absent: where the GPU Operator's driver container puts the driver (absolute path)",
+                pattern=_ABS_PATH,
+            ),
             StepInput(
                 "REQUIRED_MIN_DRIVER",
                 "",

@@ -16,17 +16,24 @@ import pulumi_command as command
 
 from components.bare_metal import host_prep_steps as steps
 from components.bare_metal.config import BareMetalConfig, BareMetalNode
+from components.catalog.drivers import DRIVER_CONTAINER_RUNS_HOST_SERVICES, OPERATOR_DRIVER_ROOT
 
 
 @dataclass(frozen=True)
 class HostPreparationArgs:
-    """Inputs: the bare-metal config, the driver facts to check, and the SSH keys (secrets)."""
+    """Inputs: the bare-metal config, the driver facts to check, and the SSH keys (secrets).
+
+    ``driverless``: the GPU Operator's driver container owns the driver, so ``driver-check`` verifies
+    that the host has no driver of its own and ``nvidia-services`` does not run (the container runs
+    persistenced and the fabric manager, ``catalog.drivers.DRIVER_CONTAINER_RUNS_HOST_SERVICES``).
+    """
 
     config: BareMetalConfig
     required_min_driver: str
     expected_driver_version: str
     private_key: pulumi.Input[str]
     bastion_private_key: pulumi.Input[str] | None = None
+    driverless: bool = False
 
 
 HEREDOC_END = "__GPU_PLATFORM_STEP__"
@@ -53,7 +60,10 @@ def step_environment(
             "ALLOW_UNSIGNED_MODULES": str(prep.allow_unsigned_modules).lower(),
         },
         "sysctl": {"BPF_JIT_HARDEN": str(prep.bpf_jit_harden)},
-        "driver-check": {
+        "driver-check": {"HOST_DRIVER": "absent", "OPERATOR_DRIVER_ROOT": OPERATOR_DRIVER_ROOT}
+        if args.driverless
+        else {
+            "HOST_DRIVER": "required",
             "REQUIRED_MIN_DRIVER": args.required_min_driver,
             "EXPECTED_DRIVER_VERSION": args.expected_driver_version,
         },
@@ -64,11 +74,10 @@ def step_environment(
             "ENABLE_CDI": str(prep.enable_cdi).lower(),
         },
     }
-    return {
-        step.name: env[step.name]
-        for step in steps.STEPS
-        if step.name != "container-toolkit" or prep.configure_containerd
-    }
+    skipped = {"container-toolkit"} if not prep.configure_containerd else set()
+    if args.driverless and DRIVER_CONTAINER_RUNS_HOST_SERVICES:
+        skipped.add("nvidia-services")
+    return {step.name: env[step.name] for step in steps.STEPS if step.name not in skipped}
 
 
 class HostPreparation(pulumi.ComponentResource):

@@ -6,6 +6,7 @@ config) removes those labels and leaves every other manager's labels alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
@@ -24,10 +25,15 @@ from components.catalog.names import (
 )
 
 
-def bare_metal_labels(node: BareMetalNode) -> dict[str, str]:
-    """The labels gpu-platform owns on one bare-metal node (the MIG label is applied separately)."""
+def bare_metal_labels(node: BareMetalNode, owned: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The labels gpu-platform owns on one bare-metal node (the MIG label is applied separately).
+
+    ``owned``: labels the stack decides beyond the node's own config, such as ``gpu-platform.io/driver``
+    (which NVIDIADriver selects the node); they go last, so no label from ``labels`` can replace them.
+    """
     labels = {GPU_NODE_LABEL: "true", GPU_MODEL_LABEL: node.gpu_model, NODE_GROUP_LABEL: node.pool}
     labels.update(node.labels)
+    labels.update(owned or {})
     return dict(sorted(labels.items()))
 
 

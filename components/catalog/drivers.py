@@ -226,3 +226,19 @@ def two_drivers_on_node(*, operator_installs_driver: bool, preinstalled: bool, h
     (host-driver removal) or recreated driverless. The config check and the policy pack both ask this.
     """
     return operator_installs_driver and preinstalled and not handed_over
+
+
+# Where the GPU Operator's driver container puts the driver's root file system on the host: the pinned
+# chart's ``hostPaths.driverInstallDir`` default (values.yaml of gpu-operator v26.7.0; the program does not
+# change it). A loaded ``nvidia`` module with this directory present is the operator's driver; one without
+# it was installed on the host. Host preparation passes it to driver-check.sh (OPERATOR_DRIVER_ROOT).
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+# What a driverless bare-metal host must not run itself: the operator's driver container starts
+# ``nvidia-persistenced`` and, on NVSwitch systems (``/proc/driver/nvidia-nvswitch`` has devices),
+# ``nv-fabricmanager`` at its own driver version from inside the container (NVIDIA/gpu-driver-container,
+# ``<distro>/nvidia-driver``: ``_assert_nvswitch_system`` and ``_load_driver``, "Starting NVIDIA fabric
+# manager daemon"; deployed "as a child daemon process inside the GPU Operator's nvidia-driver-ctr
+# container", NVIDIA/NVSentinel#883). A host unit of either would be a second copy at a version the
+# host does not control, so host preparation does not run its nvidia-services step on driverless hosts.
+DRIVER_CONTAINER_RUNS_HOST_SERVICES = True

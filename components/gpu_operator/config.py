@@ -1,8 +1,9 @@
 """Config model of the NVIDIA GPU Operator release (``gpuOperator`` in the stack file).
 
 Two situations, chosen by ``driver.owner``:
-- ``operator``: the operator builds and owns the driver (Yandex ``runc`` groups). ``driver.version``
-  is pinned here and checked against every GPU architecture in the stack and the CUDA level.
+- ``operator``: the operator builds and owns the driver (Yandex ``runc`` groups, driverless bare-metal
+  hosts). ``driver.version`` is pinned here and checked against every GPU architecture in the stack
+  and the CUDA level.
 - ``host``: the driver is on the host (bare metal, or Yandex ``runc_drivers_cuda`` groups).
   ``hostDriver.version`` declares what the hosts run, checked the same way.
 """
@@ -39,7 +40,9 @@ class DriverConfig(ConfigModel):
     """Who owns the driver, and the operator-managed driver's settings."""
 
     owner: DriverOwner | None = Field(
-        default=None, description="operator or host; default: operator when any Yandex group is runc, else host"
+        default=None,
+        description="operator or host; default: operator when any Yandex group is runc, else host; on bare metal "
+        "operator declares the hosts driverless (no gpuOperator.hostDriver, host preparation checks no host driver)",
     )
     version: str | None = Field(default=None, description="operator-managed driver version, e.g. 580.95.05")
     kernel_module_type: KernelModuleType = "auto"

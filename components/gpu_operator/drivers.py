@@ -18,6 +18,7 @@ from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.drivers import (
+    OPERATOR_DRIVER_ROOT,
     CudaCheckMode,
     architecture_problem,
     cuda_problem,
@@ -173,6 +174,16 @@ def driver_owner(operator: GpuOperatorConfig, pools: Sequence[GpuPool], bare_met
     return "operator" if operator_needed else "host"
 
 
+def driverless_hosts(operator: GpuOperatorConfig, bare_metal: bool) -> bool:
+    """Bare-metal hosts without a host driver: ``gpuOperator.driver.owner: operator`` on a bare-metal stack says so.
+
+    Why the owner says it and no second key: on bare metal an operator-owned driver is only safe on hosts
+    that have none (two drivers on one node fight), so the one choice implies the other; host preparation
+    then checks that no host driver is there instead of checking its version.
+    """
+    return bare_metal and operator.driver.owner == "operator"
+
+
 def toolkit_enabled(operator: GpuOperatorConfig, host_configures_containerd: bool) -> bool:
     """The operator's toolkit runs unless the hosts configure containerd (both would fight over it)."""
     return (not host_configures_containerd) if operator.toolkit is None else operator.toolkit
@@ -190,8 +201,6 @@ def plan_driver(
     requests = requests or {}
     problems = list(_ownership_problems(operator, pools, context))
     owner = driver_owner(operator, pools, context.bare_metal)
-    if owner == "operator" and context.bare_metal:
-        return None, problems
     if owner == "operator":
         key = join_path(OPERATOR_PATH, "driver", "version")
         version = operator.driver.version or chart.release(operator.chart_version).default_driver_version
@@ -355,12 +364,7 @@ def _ownership_problems(
 ) -> Iterator[Problem]:
     owner = driver_owner(operator, pools, context.bare_metal)
     if owner == "operator" and context.bare_metal:
-        yield Problem(
-            join_path(OPERATOR_PATH, "driver", "owner"),
-            "operator cannot own the driver on bare-metal nodes: their driver is installed on the host "
-            "(checked by host preparation); use host and declare gpuOperator.hostDriver.version",
-        )
-        return
+        yield from _driverless_host_problems(operator, context)
     for pool in pools:
         if owner == "host" and pool.host_driver_removal:
             yield Problem(
@@ -385,6 +389,31 @@ def _ownership_problems(
                 "runc nodes have no driver, but gpuOperator.driver.owner is host; use owner operator "
                 "or gpuEnvironment: runc_drivers_cuda",
             )
+
+
+def _driverless_host_problems(operator: GpuOperatorConfig, context: DriverContext) -> Iterator[Problem]:
+    """Driverless bare-metal hosts: no declared host driver, and one writer of containerd's config that knows the
+    operator's driver root (the operator's toolkit; a host-installed toolkit looks for the driver under ``/``)."""
+    if operator.host_driver is not None:
+        yield Problem(
+            join_path(OPERATOR_PATH, "hostDriver"),
+            "must be absent with gpuOperator.driver.owner: operator on bare metal: the hosts are driverless and the "
+            "GPU Operator installs the driver (host preparation checks that no host driver is there); remove it, "
+            "or set gpuOperator.driver.owner: host",
+        )
+    if context.host_configures_containerd:
+        yield Problem(
+            "bareMetal.hostPreparation.configureContainerd",
+            f"true registers the host's nvidia-container-runtime, which looks for the driver under /, but on "
+            f"driverless hosts (gpuOperator.driver.owner: operator) the driver lives in {OPERATOR_DRIVER_ROOT}; set "
+            "false so that the GPU Operator's toolkit configures containerd",
+        )
+    elif operator.toolkit is False:
+        yield Problem(
+            join_path(OPERATOR_PATH, "toolkit"),
+            "false leaves containerd without the NVIDIA runtime: driverless hosts (gpuOperator.driver.owner: "
+            "operator) need the GPU Operator's toolkit; leave it unset or set true",
+        )
 
 
 def _version_problems(

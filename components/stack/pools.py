@@ -11,7 +11,7 @@ from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
 from components.catalog.gpus import gpu_model
 from components.catalog.kubernetes import parse_taint
 from components.catalog.pools import GpuPool
-from components.gpu_operator.drivers import PoolDriverRequest
+from components.gpu_operator.drivers import PoolDriverRequest, driverless_hosts
 from components.mig.plan import MigRequest
 from components.stack.config import StackConfig
 from components.yandex.naming import replacement_key
@@ -36,6 +36,7 @@ def gpu_pools(stack: StackConfig) -> tuple[GpuPool, ...]:
         if group.resources.gpus > 0
     ]
     if stack.bare_metal is not None:
+        driverless = driverless_hosts(stack.gpu_operator, bare_metal=True)
         pools.extend(
             GpuPool(
                 name=node.name,
@@ -44,7 +45,7 @@ def gpu_pools(stack: StackConfig) -> tuple[GpuPool, ...]:
                 gpus_per_node=node.gpus,
                 max_nodes=1,
                 taints=tuple(parse_taint(text) for text in node.taints),
-                preinstalled_driver=True,
+                preinstalled_driver=not driverless,
                 labels=dict(node.labels),
                 bare_metal=True,
             )
@@ -65,9 +66,14 @@ def mig_requests(stack: StackConfig) -> dict[str, MigRequest]:
 
 
 def driver_requests(stack: StackConfig) -> dict[str, PoolDriverRequest]:
-    """Pool name -> its own driver settings (the ``driver`` key of a node group, after nodeGroupDefaults)."""
-    return {
+    """Pool name -> its own driver settings (the ``driver`` key of a node group, after nodeGroupDefaults,
+    or of a bare-metal node)."""
+    requests = {
         name: PoolDriverRequest(join_path("nodeGroups", name, "driver"), group.driver)
         for name, group in stack.node_groups.items()
         if group.resources.gpus > 0
     }
+    if stack.bare_metal is not None:
+        for index, node in enumerate(stack.bare_metal.nodes):
+            requests[node.name] = PoolDriverRequest(join_path("bareMetal", "nodes", index, "driver"), node.driver)
+    return requests

@@ -26,7 +26,7 @@ from components.catalog.names import MIG_FIELD_MANAGER
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
-from components.gpu_operator.drivers import DriverGroup
+from components.gpu_operator.drivers import DriverGroup, driverless_hosts
 from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
@@ -283,13 +283,14 @@ def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[p
                 expected_driver_version=host_driver.version if host_driver else "",
                 private_key=secrets.ssh_private_key,
                 bastion_private_key=secrets.bastion_private_key,
+                driverless=driverless_hosts(stack.gpu_operator, bare_metal=True),
             ),
         )
         created.append(platform.host_preparation)
     platform.node_labels = BareMetalNodeLabels(
         "gpu-nodes",
         NodeLabelsArgs(
-            labels={node.name: bare_metal_labels(node) for node in bare_metal.nodes},
+            labels={node.name: bare_metal_labels(node, plan.driver_labels(node.name)) for node in bare_metal.nodes},
             annotations={node.name: declared_taint_annotations(node) for node in bare_metal.nodes},
             provider=platform.access.provider,
         ),

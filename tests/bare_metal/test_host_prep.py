@@ -658,6 +658,71 @@ def test_driver_check_fails_when_gpus_disagree_on_the_driver(host: FakeHost) -> 
     assert_failed(host.run("driver-check"), 1, "the GPUs report different driver versions")
 
 
+# driver-check.sh with HOST_DRIVER=absent: driverless hosts, the GPU Operator's driver container owns the driver
+KERNEL_MODULES = "lib/modules/5.14.0-503.11.1.el9_5.x86_64"
+
+
+def _driverless(host: FakeHost) -> FakeHost:
+    """The fake host before any driver: no module loaded (the fake host ships none on disk)."""
+    host.path("proc/driver/nvidia/version").unlink()
+    host.write(f"{KERNEL_MODULES}/kernel/drivers/gpu/drm/ast/ast.ko.xz", "")
+    return host
+
+
+def test_driverless_check_passes_on_a_host_without_a_driver_and_reads_nothing_else(host: FakeHost) -> None:
+    result = _driverless(host).run("driver-check", {"HOST_DRIVER": "absent"})
+    assert result.returncode == 0, result.stdout
+    facts = parse_facts(result.stdout)
+    assert (facts["host_driver"], facts["driver_source"]) == ("absent", "none")
+    assert changed("driver-check", result) == []
+    assert host.calls() == [], "nvidia-smi is not called: the host has none"
+    assert host.run("driver-check", {"HOST_DRIVER": "absent"}).returncode == 0
+
+
+def test_driverless_check_accepts_the_operators_loaded_driver(host: FakeHost) -> None:
+    """A re-run on a working node: the module is loaded by the driver container, whose root is there."""
+    host.write("run/nvidia/driver/usr/bin/nvidia-smi", "")
+    result = host.run("driver-check", {"HOST_DRIVER": "absent"})
+    assert result.returncode == 0, result.stdout
+    facts = parse_facts(result.stdout)
+    assert (facts["driver_source"], facts["kernel_module_version"]) == ("operator", "580.159.04")
+
+
+def test_driverless_check_fails_on_a_module_the_operator_did_not_load(host: FakeHost) -> None:
+    assert_failed(
+        host.run("driver-check", {"HOST_DRIVER": "absent"}),
+        1,
+        "an nvidia kernel module 580.159.04 is loaded but not by the GPU Operator's driver container",
+    )
+
+
+def test_the_operators_driver_root_is_the_catalogs_and_the_charts(host: FakeHost) -> None:
+    import yaml
+
+    from components.catalog.drivers import OPERATOR_DRIVER_ROOT
+    from tests.support.chart_render import PINNED_CHART
+
+    chart_values = yaml.safe_load((PINNED_CHART / "values.yaml").read_text())
+    assert chart_values["hostPaths"]["driverInstallDir"] == OPERATOR_DRIVER_ROOT
+    assert get_step("driver-check").input("OPERATOR_DRIVER_ROOT").default == OPERATOR_DRIVER_ROOT
+    host.write("opt/operator-driver/usr/bin/nvidia-smi", "")  # another root: the one passed in counts
+    result = host.run("driver-check", {"HOST_DRIVER": "absent", "OPERATOR_DRIVER_ROOT": "/opt/operator-driver"})
+    assert parse_facts(result.stdout)["driver_source"] == "operator"
+
+
+@pytest.mark.parametrize(
+    "installed",
+    ["usr/bin/nvidia-smi", "usr/lib64/libnvidia-ml.so.1", f"{KERNEL_MODULES}/extra/nvidia.ko.xz"],
+)
+def test_driverless_check_fails_on_an_installed_host_driver(host: FakeHost, installed: str) -> None:
+    _driverless(host).write(installed, "")
+    assert_failed(
+        host.run("driver-check", {"HOST_DRIVER": "absent"}),
+        1,
+        f"a host NVIDIA driver is installed (/{installed}), but the GPU Operator owns the driver on this host",
+    )
+
+
 def test_driver_check_refuses_a_version_that_is_not_one(host: FakeHost) -> None:
     result = host.run_unchecked("driver-check", {"REQUIRED_MIN_DRIVER": "580.x"})
     assert_failed(result, 2, "REQUIRED_MIN_DRIVER must be a driver version")

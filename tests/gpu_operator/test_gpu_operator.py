@@ -254,12 +254,13 @@ def test_removal_makes_the_operator_the_default_owner() -> None:
     assert values["driver"]["enabled"] is True
 
 
-def test_bare_metal_driver_cannot_be_operator_owned() -> None:
+def test_an_operator_owned_driver_on_bare_metal_means_driverless_hosts() -> None:
+    """prod declares a host driver and host-configured containerd: both contradict driverless hosts."""
     lines = refusal(set_path(stack_raw("prod"), "gpuOperator.driver.owner", "operator"))
-    assert any(
-        line.startswith("gpuOperator.driver.owner: operator cannot own the driver on bare-metal nodes")
-        for line in lines
-    )
+    assert sorted(line.split(":")[0] for line in lines) == [
+        "bareMetal.hostPreparation.configureContainerd",
+        "gpuOperator.hostDriver",
+    ]
 
 
 # Air-gapped install: the chart from a local folder or archive (gpuOperator.chartPath).

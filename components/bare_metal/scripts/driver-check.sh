@@ -12,24 +12,81 @@
 #   - the driver is not EXPECTED_DRIVER_VERSION.
 # The facts it read are printed first, so they are in the output even when a check fails.
 #
+# With HOST_DRIVER=absent (driverless hosts: the GPU Operator's driver container owns the driver) it
+# checks the opposite and fails when a host driver is installed or loaded: the NVIDIA user-space
+# driver (nvidia-smi, libnvidia-ml) under /usr, an nvidia kernel module under /lib/modules of any
+# installed kernel, or a loaded nvidia module while the operator's driver root (OPERATOR_DRIVER_ROOT)
+# is missing (a module the operator did not load). A module loaded with that root present is the
+# operator's own driver: accepted, so a re-run on a working node passes.
+#
 # Inputs (environment):
+#   HOST_DRIVER              required (default) or absent
+#   OPERATOR_DRIVER_ROOT     the GPU Operator's driver root on the host (default /run/nvidia/driver)
 #   REQUIRED_MIN_DRIVER      lowest acceptable driver version, e.g. 580.65.06 (default: no minimum)
 #   EXPECTED_DRIVER_VERSION  the exact driver version the host must have (default: any)
 # Prints: driver_version, kernel_module_version, cuda_version (the newest CUDA the driver supports,
 #   when nvidia-smi --version reports it), gpu_count, and per GPU i: gpu.<i>.name,
 #   gpu.<i>.memory_total, gpu.<i>.pci_device_id
+#   With HOST_DRIVER=absent: host_driver (absent), driver_source (none or operator),
+#   kernel_module_version (when the operator's module is loaded)
 # Changes it reports: none
 set -euo pipefail
 # script_text() in components/bare_metal/host_prep_steps.py replaces the next line with the text of lib.sh.
 # shellcheck source=lib.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh" # host-prep:inline lib.sh
 
+HOST_DRIVER=${HOST_DRIVER:-required}
+OPERATOR_DRIVER_ROOT=${OPERATOR_DRIVER_ROOT:-/run/nvidia/driver}
 REQUIRED_MIN_DRIVER=${REQUIRED_MIN_DRIVER:-}
 EXPECTED_DRIVER_VERSION=${EXPECTED_DRIVER_VERSION:-}
 
 hp_init driver-check
+hp_check_choice HOST_DRIVER "$HOST_DRIVER" required absent
+hp_check_abs_path OPERATOR_DRIVER_ROOT "$OPERATOR_DRIVER_ROOT"
 hp_check_version REQUIRED_MIN_DRIVER "$REQUIRED_MIN_DRIVER"
 hp_check_version EXPECTED_DRIVER_VERSION "$EXPECTED_DRIVER_VERSION"
+
+# Driverless host: no NVIDIA driver of the host's own may be installed or loaded.
+check_no_host_driver() {
+  local found=() path module nvrm
+  for path in /usr/bin/nvidia-smi /usr/lib64/libnvidia-ml.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 \
+    /usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1; do
+    if [[ -e $HP_ROOT$path ]]; then
+      found+=("$path")
+    fi
+  done
+  shopt -s globstar nullglob
+  for path in "$HP_ROOT"/lib/modules/*/**/nvidia.ko*; do
+    found+=("${path#"$HP_ROOT"}")
+  done
+  shopt -u globstar nullglob
+  for path in "${found[@]}"; do
+    hp_error "a host NVIDIA driver is installed ($path), but the GPU Operator owns the driver on this host; remove the host driver packages (dnf remove 'nvidia-driver*' 'kmod-nvidia*') and reboot, or declare gpuOperator.driver.owner: host"
+  done
+  if [[ -r $HP_ROOT/proc/driver/nvidia/version ]]; then
+    IFS= read -r nvrm <"$HP_ROOT/proc/driver/nvidia/version" || true
+    module=$(hp_last_version "${nvrm:-}")
+    hp_fact kernel_module_version "${module:-unknown}"
+    if [[ ! -d $HP_ROOT$OPERATOR_DRIVER_ROOT ]]; then
+      hp_error "an nvidia kernel module ${module:-} is loaded but not by the GPU Operator's driver container (no $OPERATOR_DRIVER_ROOT); reboot the host without the host driver"
+      found+=(loaded-module)
+    else
+      hp_fact driver_source operator
+    fi
+  else
+    hp_fact driver_source none
+  fi
+  if ((${#found[@]} > 0)); then
+    exit 1
+  fi
+  hp_fact host_driver absent
+  hp_log "no host driver: the GPU Operator's driver container owns the driver"
+}
+
+if [[ $HOST_DRIVER == absent ]]; then
+  check_no_host_driver
+  exit 0
+fi
 hp_require_cmd nvidia-smi "the NVIDIA driver is not installed on this host"
 
 if ! smi=$(nvidia-smi --query-gpu=driver_version,name,memory.total,pci.device_id --format=csv,noheader 2>&1); then
