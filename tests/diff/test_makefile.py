@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,14 @@ from tests.helpers import ROOT
 
 
 def _make(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", *args], cwd=folder, capture_output=True, text=True, timeout=60)
+    """``make ARGS`` as a person runs it, also when the suite itself runs under ``make test``.
+
+    A make inside a make inherits MAKEFLAGS and MAKELEVEL and then prints "Entering/Leaving directory"
+    lines around its output (CI runs the suite through ``make test``), so the parent's settings are dropped.
+    """
+    env = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    command = ["make", "--no-print-directory", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_clean_keeps_the_upstream_trees_and_the_tools(tmp_path: Path) -> None:
