@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from components.catalog.mig import count_text
 from components.mig.recorded import record_file_name, render_recorded_plan
 from preview.runner import ProgramRun
 
@@ -29,7 +30,7 @@ def mig_plan_files(run: ProgramRun) -> dict[str, str]:
 
 
 def _counts(layout: dict[str, int] | None) -> str:
-    return " + ".join(f"{n} x {name}" for name, n in layout.items()) if layout else "MIG disabled"
+    return count_text(layout or {}, empty="MIG disabled")
 
 
 def _gpu_lines(pool: dict[str, Any]) -> list[str]:

@@ -15,7 +15,7 @@ from google.protobuf import json_format
 from pulumi.runtime import Mocks
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
-from components.catalog.names import GET_CLUSTER_TOKEN, NODE_GROUP_TYPE
+from components.catalog.names import GET_CLUSTER_TOKEN, HELM_RELEASE_TYPE, NODE_GROUP_TYPE
 
 # Signatures of special values in the Pulumi wire format (pulumi/runtime/rpc.py).
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -142,7 +142,7 @@ class PlatformMocks(Mocks):
         resource_id = fake_id(args.typ, args.name)
         if args.typ == NODE_GROUP_TYPE:
             state["status"] = "running"
-        elif args.typ == "kubernetes:helm.sh/v3:Release":
+        elif args.typ == HELM_RELEASE_TYPE:
             state["status"] = {
                 "status": "deployed",
                 "name": args.inputs.get("name"),

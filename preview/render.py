@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
+from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
 from preview.mocks import Registration
 from preview.runner import ProgramRun
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 KUSTOMIZE_DIRECTORY = "kubernetes:kustomize/v2:Directory"
 # Kubernetes types that are not objects in the cluster (the provider, and provider-side components).
 _NOT_MANIFESTS = re.compile(r"^(pulumi:providers:|kubernetes:(helm\.sh|kustomize|yaml)/)")

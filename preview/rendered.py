@@ -42,13 +42,13 @@ from typing import Any
 import yaml
 
 from components.catalog.gpu_operator_chart import CHART_NAME
+from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
 from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE
 from components.catalog.upstream import GPU_OPERATOR_CHART, tree_digest
 from preview.mocks import SECRET_MASK, Registration, secret_strings
 from preview.render import dump_yaml, manifest_filename, whole_numbers
 from preview.runner import REPO_ROOT, ProgramRun
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 RENDERED_DIR = "rendered"
 TIMEOUT_SECONDS = 300
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~8x faster on the Kubeflow render

@@ -22,32 +22,13 @@ import yaml
 
 from components.catalog.mig.errors import MigError
 from components.catalog.mig.named_layouts import named_layout
-from components.catalog.mig.placement import place
+from components.catalog.mig.placement import PlacedInstance, place
 from components.catalog.mig.profiles import is_mig_capable, mig_gpu
+from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
+from components.catalog.names import MIG_ALL_DISABLED as MIG_DISABLED
 from preview.policy_gate import REPORT_NAME
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-MIG_DISABLED = "all-disabled"
 DEFAULT_MEMORY_SLICES = 8
-
-
-@dataclass(frozen=True)
-class Slice:
-    """One MIG instance on a GPU: its profile and the memory slices it occupies (``start`` .. ``end``)."""
-
-    profile: str
-    start: int
-    memory_slices: int
-
-    @property
-    def end(self) -> int:
-        """The last memory slice it occupies (inclusive)."""
-        return self.start + self.memory_slices - 1
-
-    def describe(self) -> str:
-        """``3g.40gb@4-7``."""
-        span = str(self.start) if self.memory_slices == 1 else f"{self.start}-{self.end}"
-        return f"{self.profile}@{span}"
 
 
 @dataclass(frozen=True)
@@ -56,7 +37,7 @@ class Gpu:
 
     index: int
     mig: bool
-    slices: tuple[Slice, ...] = ()
+    slices: tuple[PlacedInstance, ...] = ()  # the catalog placer's instances, by memory-slice start
     problem: str = ""  # a layout the placer refuses (the policy gate reports it too)
 
     def describe(self) -> str:
@@ -157,7 +138,7 @@ def _gpu(model: str, index: int, layout: dict[str, int] | None) -> Gpu:
     return Gpu(
         index=index,
         mig=True,
-        slices=tuple(Slice(i.profile, i.start, i.memory_slices) for i in placement.instances),
+        slices=placement.instances,
     )
 
 

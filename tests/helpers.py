@@ -16,6 +16,7 @@ from components.base.problems import StackConfigError
 from components.stack.config import parse_stack_config
 from components.stack.plan import Plan, plan_stack
 from components.yandex.config import with_defaults
+from preview.runner import ProgramRun, run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,6 +78,18 @@ def delete_path(document: dict[str, Any], path: str) -> dict[str, Any]:
         node = node[part]
     del node[parts[-1]]
     return result
+
+
+def as_overrides(raw: dict[str, Any]) -> dict[str, Any]:
+    """A stack config as ``stack_raw`` gives it, keyed as the stack file keys it (``gpu-platform:<key>``)."""
+    return {f"gpu-platform:{key}": value for key, value in raw.items()}
+
+
+def run_raw(stack: str, raw: dict[str, Any]) -> ProgramRun:
+    """The real program of ``stack`` on the whole config ``raw`` under mocks; fails the test if it is refused."""
+    run = run_program(stack, overrides=as_overrides(raw))
+    assert run.config_error is None, run.config_error
+    return run
 
 
 def plan_raw(raw: dict[str, Any]) -> Plan:

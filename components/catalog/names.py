@@ -89,7 +89,8 @@ MANAGED_BY_LABELS: Final = {"app.kubernetes.io/managed-by": "gpu-platform"}
 # Pulumi type tokens: the provider resources the mocks and the policies recognise...
 NODE_GROUP_TYPE: Final = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
 GET_CLUSTER_TOKEN: Final = "yandex:index/getKubernetesCluster:getKubernetesCluster"
-HELM_RELEASE_TYPES: Final = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+HELM_RELEASE_TYPE: Final = "kubernetes:helm.sh/v3:Release"  # what the program registers the GPU Operator as
+HELM_RELEASE_TYPES: Final = (HELM_RELEASE_TYPE, "kubernetes:helm.sh/v4:Chart")
 NAMESPACE_TYPE: Final = "kubernetes:core/v1:Namespace"
 NODE_PATCH_TYPE: Final = "kubernetes:core/v1:NodePatch"
 SECRET_TYPES: Final = ("kubernetes:core/v1:Secret", "kubernetes:core/v1:SecretPatch")

@@ -301,7 +301,7 @@ def _not_provided(demand: Mapping[str, int], configured: Sequence[tuple[GpuPool,
         return ""
     lacking = ", ".join(f"{provided.get(name, 0)} of {demand[name]} x {name}" for name in missing)
     pools = ", ".join(pool.config_path for pool, _ in configured) or "no pool"
-    return f"the layouts configured ({pools}) provide {lacking}: missing {_count_text(missing)}"
+    return f"the layouts configured ({pools}) provide {lacking}: missing {catalog.count_text(missing)}"
 
 
 def _planned_instead(planned: catalog.MigPlan) -> str:
@@ -312,10 +312,6 @@ def _planned_instead(planned: catalog.MigPlan) -> str:
         f"; the fleet can hold the demand on {planned.gpus_used} GPUs (re-partitioning {planned.repartitioned}): "
         f"`{command}` prints their layouts"
     )
-
-
-def _count_text(counts: Mapping[str, int]) -> str:
-    return " + ".join(f"{n} x {name}" for name, n in counts.items())
 
 
 def _parted_config(result: MigPlanResult) -> dict[str, Any]:
@@ -350,18 +346,25 @@ def mig_values(settings: MigSettings, result: MigPlanResult) -> dict[str, Any]:
     return values
 
 
+def _proof(plan: catalog.MigPlan | catalog.PoolsPlan) -> dict[str, Any]:
+    """What every planner answer reports: the demand, the GPUs used, the solver's proof, the GPUs it moves."""
+    return {
+        "demand": dict(plan.demand),
+        "gpusUsed": plan.gpus_used,
+        "lowerBound": plan.lower_bound,
+        "optimal": plan.optimal,
+        "solverStatus": plan.status,
+        "fleetGpus": plan.fleet_size,
+        "repartitionedGpus": plan.repartitioned,
+    }
+
+
 def demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
     """The planner's answer for each declared demand: the proven fewest GPUs, per-GPU layouts and placements."""
     return [
         {
             "gpuModel": plan.model,
-            "demand": dict(plan.demand),
-            "gpusUsed": plan.gpus_used,
-            "lowerBound": plan.lower_bound,
-            "optimal": plan.optimal,
-            "solverStatus": plan.status,
-            "fleetGpus": plan.fleet_size,
-            "repartitionedGpus": plan.repartitioned,
+            **_proof(plan),
             "layouts": [dict(layout) for layout in plan.layouts],
             "placements": [gpu.describe() for gpu in plan.gpus],
         }
@@ -373,14 +376,8 @@ def from_demand_outputs(result: MigPlanResult) -> list[dict[str, Any]]:
     """Layouts from demand: per demanded model, the proof, and per pool each GPU index's layout and placement."""
     return [
         {
-            "demand": dict(plan.demand),
-            "gpusUsed": plan.gpus_used,
-            "lowerBound": plan.lower_bound,
-            "optimal": plan.optimal,
-            "solverStatus": plan.status,
-            "fleetGpus": plan.fleet_size,
+            **_proof(plan),
             "recordedPlanUsed": plan.current_given,
-            "repartitionedGpus": plan.repartitioned,
             "pools": [
                 {
                     "pool": pool.name,

@@ -18,8 +18,8 @@ import yaml
 
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
-from preview.runner import ProgramRun, run_program
-from tests.helpers import refusal, set_path, stack_raw
+from preview.runner import ProgramRun
+from tests.helpers import refusal, run_raw, set_path, stack_raw
 from tests.support.chart_render import PINNED_CHART, render_release
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -27,15 +27,9 @@ NODE_GROUP = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
 JOB = "kubernetes:batch/v1:Job"
 
 
-def _run(raw: dict[str, Any], stack: str = "dev") -> ProgramRun:
-    run = run_program(stack, overrides={f"gpu-platform:{key}": value for key, value in raw.items()})
-    assert run.config_error is None, run.config_error
-    return run
-
-
 @pytest.fixture(scope="module")
 def dev() -> ProgramRun:
-    return _run(stack_raw("dev"))
+    return run_raw("dev", stack_raw("dev"))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +125,7 @@ def test_smoke_jobs_wait_for_their_pools_declared_driver_after_its_nvidiadriver(
 
 def test_a_single_driver_keeps_the_clusterpolicy_driver() -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
-    run = _run(raw)
+    run = run_raw("dev", raw)
     assert run.by_type(NVIDIA_DRIVER_TYPE) == []
     assert all(DRIVER_GROUP_LABEL not in labels for labels in _node_labels(run).values())
     driver = render_release(run.one(RELEASE, "gpu-operator-release").inputs).cluster_policy["driver"]
@@ -216,7 +210,8 @@ def test_the_default_cr_cel_rule_holds(dev: ProgramRun) -> None:
 def test_a_pools_upgrade_policy_overrides_the_stacks_key_by_key() -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", {"maxParallelUpgrades": 2})
     drivers = {
-        r.inputs["metadata"]["name"]: r.inputs["spec"]["upgradePolicy"] for r in _run(raw).by_type(NVIDIA_DRIVER_TYPE)
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["upgradePolicy"]
+        for r in run_raw("dev", raw).by_type(NVIDIA_DRIVER_TYPE)
     }
     assert drivers["gpu-platform-a100"]["maxParallelUpgrades"] == 2
     assert drivers["gpu-platform-a100"]["drain"]["enable"] is True  # the stack's, kept (the chart default is false)
@@ -227,7 +222,7 @@ def test_node_group_defaults_give_every_group_the_same_cuda_level() -> None:
     raw = stack_raw("dev", expand_defaults=False)
     raw["nodeGroupDefaults"]["driver"] = {"cuda": "13.0"}
     del raw["nodeGroups"]["a100"]["driver"]["cuda"]
-    pools = _run(raw).outputs["drivers"]["pools"]
+    pools = run_raw("dev", raw).outputs["drivers"]["pools"]
     assert (pools["v100"]["cuda"], pools["a100"]["cuda"]) == ("13.0", "13.0")
     # the A100 group keeps its own version next to the inherited CUDA level (maps merge key by key)
     assert pools["a100"]["driverVersion"] == "595.91.07"
@@ -237,7 +232,7 @@ def test_pools_with_the_same_resolved_driver_share_one_nvidiadriver() -> None:
     """Three distinct pools, two drivers: one resource per distinct driver, named after its first pool."""
     raw = stack_raw("dev")
     raw["nodeGroups"]["a100b"] = {**raw["nodeGroups"]["a100"], "mig": None}
-    run = _run(raw)
+    run = run_raw("dev", raw)
     drivers = _drivers(run)
     assert sorted(drivers) == ["gpu-platform-a100", "gpu-platform-v100"]
     labels = _node_labels(run)
@@ -252,7 +247,7 @@ def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees
     raw = set_path(
         stack_raw("dev"), "gpuOperator.extraValues", {"driver": {"repository": "registry.example.com/nvidia"}}
     )
-    run = _run(raw)
+    run = run_raw("dev", raw)
     assert {d["spec"]["repository"] for d in _drivers(run).values()} == {"registry.example.com/nvidia"}
     flagged = {
         f.resource
@@ -265,5 +260,5 @@ def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees
 def test_no_node_at_a_time_is_accepted_when_the_upgrade_controller_is_off() -> None:
     """maxUnavailable 0% only stalls automatic upgrades: with autoUpgrade false nothing waits on it."""
     policy = {"autoUpgrade": False, "maxUnavailable": "0%"}
-    run = _run(set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", policy))
+    run = run_raw("dev", set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", policy))
     assert run.outputs["drivers"]["pools"]["a100"]["waves"] is None

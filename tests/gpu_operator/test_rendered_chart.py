@@ -28,20 +28,13 @@ from components.catalog.pools import gpu_taints
 from components.gpu_operator.config import GpuOperatorConfig
 from components.stack.config import parse_stack_config
 from components.stack.pools import gpu_pools
-from preview.runner import ProgramRun, run_program
-from tests.helpers import one_driver, stack_raw
+from preview.runner import ProgramRun
+from tests.helpers import one_driver, run_raw, stack_raw
 from tests.support.chart_render import PINNED_CHART, RenderedChart, render_release
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
-
-
-def _run(stack: str, raw: dict[str, Any]) -> ProgramRun:
-    """The program on ``raw`` (a whole stack config as tests.helpers gives it)."""
-    run = run_program(stack, overrides={f"gpu-platform:{key}": value for key, value in raw.items()})
-    assert run.config_error is None, run.config_error
-    return run
 
 
 def _rendered(run: ProgramRun) -> RenderedChart:
@@ -99,7 +92,7 @@ def _expected_upgrade_policy(operator: GpuOperatorConfig) -> dict[str, Any]:
 
 def assert_configured_settings_rendered(stack: str, raw: dict[str, Any]) -> RenderedChart:
     """Run and render ``raw``; every operand setting of its ``gpuOperator`` (and ``mig``) must show."""
-    run = _run(stack, raw)
+    run = run_raw(stack, raw)
     rendered = _rendered(run)
     spec = rendered.cluster_policy
     operator = parse_stack_config(raw).gpu_operator
@@ -187,7 +180,7 @@ def test_every_configured_operand_setting_reaches_the_cluster_policy(stack: str)
 
 def test_prod_values_deploy_no_sandbox_device_plugin() -> None:
     """prod says sandboxDevicePlugin: false; the chart's default (true) must not win."""
-    rendered = _rendered(_run("prod", stack_raw("prod")))
+    rendered = _rendered(run_raw("prod", stack_raw("prod")))
     assert rendered.operand_enabled("sandboxDevicePlugin") is False
     assert "enabled" not in rendered.cluster_policy["sandboxDevicePlugin"], "the chart writes the key only when true"
 
@@ -270,7 +263,7 @@ def test_extra_values_reach_the_cluster_policy() -> None:
 def test_the_release_renders_from_a_local_chart_folder_too() -> None:
     """chartPath: the same settings, rendered from the folder the Release points at."""
     raw = _dev(chartPath=str(PINNED_CHART.relative_to(PINNED_CHART.parents[1])))
-    run = _run("dev", raw)
+    run = run_raw("dev", raw)
     inputs = run.one(RELEASE, "gpu-operator-release").inputs
     assert inputs["chart"] == ".upstream/gpu-operator-v26.7.0" and "repositoryOpts" not in inputs
     assert assert_configured_settings_rendered("dev", raw).cluster_policy["driver"]["version"] == "580.95.05"

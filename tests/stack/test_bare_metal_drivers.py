@@ -17,8 +17,8 @@ import yaml
 
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
-from preview.runner import ProgramRun, run_program
-from tests.helpers import delete_path, refusal, set_path, stack_raw
+from preview.runner import ProgramRun
+from tests.helpers import delete_path, refusal, run_raw, set_path, stack_raw
 from tests.support.chart_render import PINNED_CHART, render_release
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -37,15 +37,9 @@ def _driverless_prod() -> dict[str, Any]:
     return set_path(raw, "bareMetal.nodes.0.driver", {"version": CANARY_DRIVER, "cuda": "13.0", "canary": True})
 
 
-def _run(raw: dict[str, Any]) -> ProgramRun:
-    run = run_program("prod", overrides={f"gpu-platform:{key}": value for key, value in raw.items()})
-    assert run.config_error is None, run.config_error
-    return run
-
-
 @pytest.fixture(scope="module")
 def prod() -> ProgramRun:
-    return _run(_driverless_prod())
+    return run_raw("prod", _driverless_prod())
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +184,7 @@ def test_a_nodes_own_driver_with_a_host_installed_driver_is_refused() -> None:
 
 
 def test_one_driver_for_every_node_keeps_the_clusterpolicy_driver() -> None:
-    run = _run(set_path(_driverless_prod(), "bareMetal.nodes.0.driver", None))
+    run = run_raw("prod", set_path(_driverless_prod(), "bareMetal.nodes.0.driver", None))
     assert run.by_type(NVIDIA_DRIVER_TYPE) == []
     assert all(DRIVER_GROUP_LABEL not in labels for labels in _labels(run).values())
     rendered = render_release(run.one(RELEASE, "gpu-operator-release").inputs)

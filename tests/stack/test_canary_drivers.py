@@ -17,7 +17,7 @@ import preview.runner
 from components.catalog.names import NVIDIA_DRIVER_TYPE
 from preview.mocks import PlatformMocks
 from preview.runner import ProgramRun, run_program
-from tests.helpers import set_path, stack_raw
+from tests.helpers import as_overrides, run_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -30,15 +30,9 @@ def _canary_dev() -> dict[str, Any]:
     return set_path(raw, "nodeGroups.a100.driver", {"version": "580.105.08", "cuda": "13.0"})
 
 
-def _run(raw: dict[str, Any]) -> ProgramRun:
-    run = run_program("dev", overrides={f"gpu-platform:{key}": value for key, value in raw.items()})
-    assert run.config_error is None, run.config_error
-    return run
-
-
 @pytest.fixture(scope="module")
 def canary() -> ProgramRun:
-    return _run(_canary_dev())
+    return run_raw("dev", _canary_dev())
 
 
 def _driver(run: ProgramRun, pool: str) -> Any:
@@ -81,7 +75,7 @@ def test_waves_follow_the_pools_upgrade_policy() -> None:
     raw = set_path(
         _canary_dev(), "nodeGroups.v100.driver.upgradePolicy", {"maxParallelUpgrades": 0, "maxUnavailable": 2}
     )
-    pools = _run(raw).outputs["drivers"]["pools"]
+    pools = run_raw("dev", raw).outputs["drivers"]["pools"]
     # v100: at most 3 nodes, no parallel limit, 2 unavailable at once -> 2 waves; a100 keeps 1 at a time.
     assert (pools["v100"]["waves"], pools["a100"]["waves"]) == (2, 2)
     assert pools["v100"]["maxUnavailable"] == 2
@@ -105,7 +99,7 @@ def test_a_failing_canary_leaves_the_other_pools_driver_untouched(monkeypatch: p
     SENT.clear()
     monkeypatch.setattr(preview.runner, "PlatformMocks", _FailingCanaryJob)
     with pytest.raises(Exception, match="BackoffLimitExceeded"):
-        run_program("dev", overrides={f"gpu-platform:{key}": value for key, value in _canary_dev().items()})
+        run_program("dev", overrides=as_overrides(_canary_dev()))
     assert SENT == ["gpu-platform-v100"]  # the canary's driver changed; the A100 pool's was never sent
 
 
@@ -120,5 +114,5 @@ def test_without_the_failure_both_drivers_reach_the_engine(monkeypatch: pytest.M
             return super().new_resource(args)
 
     monkeypatch.setattr(preview.runner, "PlatformMocks", _Recording)
-    _run(_canary_dev())
+    run_raw("dev", _canary_dev())
     assert sorted(sent) == ["gpu-platform-a100", "gpu-platform-v100"]

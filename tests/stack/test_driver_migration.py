@@ -11,33 +11,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
 from preview.driver_plan import BACK_TO_CLUSTER_POLICY, driver_upgrade_plan
-from preview.runner import ProgramRun, run_program
-from tests.helpers import one_driver, stack_raw
+from preview.runner import ProgramRun
+from tests.helpers import one_driver, run_raw, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
 
 
-def _run(raw: dict[str, Any]) -> ProgramRun:
-    run = run_program("dev", overrides={f"gpu-platform:{key}": value for key, value in raw.items()})
-    assert run.config_error is None, run.config_error
-    return run
-
-
 @pytest.fixture(scope="module")
 def single() -> ProgramRun:
-    return _run(one_driver(stack_raw("dev")))
+    return run_raw("dev", one_driver(stack_raw("dev")))
 
 
 @pytest.fixture(scope="module")
 def per_pool() -> ProgramRun:
-    return _run(stack_raw("dev"))
+    return run_raw("dev", stack_raw("dev"))
 
 
 def _names(run: ProgramRun) -> set[tuple[str, str]]:

@@ -25,7 +25,16 @@ from components.catalog.mig.parted import (
     render_parted_config,
 )
 from components.catalog.mig.placement import PlacedInstance, Placement, is_placeable, place, valid_layouts
-from components.catalog.mig.planner import SOLVER, CurrentGpu, MigPlan, lower_bound, maximal_layouts, plan, plan_fleet
+from components.catalog.mig.planner import (
+    SOLVER,
+    CurrentGpu,
+    MigPlan,
+    count_text,
+    lower_bound,
+    maximal_layouts,
+    plan,
+    plan_fleet,
+)
 from components.catalog.mig.pool_planner import PoolLayouts, PoolShape, PoolsPlan, plan_pools
 from components.catalog.mig.profiles import (
     FOUR_SLICE,
@@ -68,6 +77,7 @@ __all__ = [
     "UnknownMigConfig",
     "UnknownMigProfile",
     "advertised_resources",
+    "count_text",
     "is_mig_capable",
     "is_placeable",
     "lower_bound",

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from components.catalog.mig.planner import SOLVER, MigPlan
+from components.catalog.mig.planner import SOLVER, MigPlan, count_text
 from components.catalog.mig.profiles import mig_gpu
 
 
@@ -53,7 +53,7 @@ def demand_block(plan: MigPlan) -> dict[str, Any]:
 
 def plan_yaml(plan: MigPlan, gpus_per_node: int) -> str:
     """YAML documents: the demand block, then each node's ``mig`` block, each with a comment saying where."""
-    wanted = " + ".join(f"{n} x {name}" for name, n in plan.demand.items()) or "nothing"
+    wanted = count_text(plan.demand)
     blocks = node_blocks(plan, gpus_per_node)
     nodes = Counter(model for model, _, _ in blocks)
     header = (

@@ -225,8 +225,13 @@ def _solve(
     return _Solution(x=x, objective=objective, bound=proven, status=str(result.message))
 
 
+def count_text(counts: Mapping[str, int], empty: str = "nothing") -> str:
+    """``40 x 1g.10gb + 12 x 3g.40gb`` (zero counts left out), as every planner message and print says it."""
+    return " + ".join(f"{n} x {name}" for name, n in counts.items() if n) or empty
+
+
 def _describe(names: Sequence[str], counts: Mapping[str, int]) -> str:
-    return " + ".join(f"{counts[n]} x {n}" for n in names if counts.get(n)) or "nothing"
+    return count_text({n: counts.get(n, 0) for n in names})
 
 
 def plan_fleet(

@@ -37,6 +37,7 @@ from components.catalog.mig.planner import (
     _names,
     _solve,
     _vector,
+    count_text,
     lower_bound,
     maximal_layouts,
 )
@@ -244,8 +245,8 @@ def _shortfall(
     needs = lower_bound(pools[0].model, demand) if len({p.model for p in pools}) == 1 else None
     size = f"needs at least {needs} GPUs of {pools[0].model}, " if needs is not None else ""
     pool_names = ", ".join(pool.name for pool in pools)
-    missing_text = " + ".join(f"{n} x {name}" for name, n in short.items()) or "nothing"
+    missing_text = count_text(short)
     return (
-        f"{' + '.join(f'{c} x {n}' for n, c in demand.items())} {size}the pools planned from demand ({pool_names}) "
+        f"{count_text(demand)} {size}the pools planned from demand ({pool_names}) "
         f"have {have}; with all of them partitioned, still missing {missing_text}"
     )
