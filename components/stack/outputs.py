@@ -15,7 +15,7 @@ from components.catalog import nvidia_driver
 from components.catalog.kubeflow_manifests import DEX_ISSUER
 from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
-from components.mig.plan import demand_outputs, from_demand_outputs
+from components.mig.outputs import demand_outputs, from_demand_outputs
 from components.node_agent.desired import node_agent_watch_commands
 from components.observability.plan import RULES_NAME
 from components.stack.program import Platform

@@ -19,7 +19,8 @@ from components.gpu_operator.driver_objects import nvidia_driver_object
 from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
-from components.mig.plan import MigPlanResult, mig_values, plan_mig
+from components.mig.decisions import MigPlanResult
+from components.mig.plan import mig_values, plan_mig
 from components.mig.recorded import RecordedPlan
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
 from components.smoke_test.targets import SmokeTarget, smoke_targets

@@ -12,7 +12,7 @@ from components.catalog.gpus import gpu_model
 from components.catalog.kubernetes import parse_taint
 from components.catalog.pools import GpuPool
 from components.gpu_operator.drivers import PoolDriverRequest, driverless_hosts
-from components.mig.plan import MigRequest
+from components.mig.decisions import MigRequest
 from components.stack.config import StackConfig
 from components.yandex.naming import replacement_key
 
