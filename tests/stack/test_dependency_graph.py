@@ -37,7 +37,8 @@ class _Node:
 
 
 def _edges(graph: list[Any]) -> set[tuple[int, int]]:
-    return {(node.index, dep.index) for node in graph for dep in cycle_breaker._deps(node)}
+    deps: list[Any] = [(node, list(cycle_breaker._deps(node))) for node in graph]
+    return {(node.index, dep.index) for node, targets in deps for dep in targets}
 
 
 @settings(max_examples=examples(300))
