@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import runpy
 from dataclasses import dataclass, field
@@ -12,7 +13,6 @@ from typing import Any
 import pulumi
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 
-from components.base import yaml_text
 from components.base.problems import StackConfigError
 from components.base.runtime_mode import drain_notices
 from components.catalog.names import OFFLINE_ENV
@@ -55,7 +55,10 @@ def _secret_keys_named_by_config(stack_file: StackFile) -> set[str]:
     raw = {}
     for key, value in stack_file.config.items():
         if key.startswith(prefix):
-            raw[key[len(prefix) :]] = yaml_text.load(value)
+            try:  # read as the program reads config (components.stack.load): JSON, else the plain string
+                raw[key[len(prefix) :]] = json.loads(value)
+            except json.JSONDecodeError:
+                raw[key[len(prefix) :]] = value
     try:
         return parse_stack_config(raw).secret_keys()
     except StackConfigError:

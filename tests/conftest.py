@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.property)
 
 
+_WORKER_OUTCOMES: Counter[str] = Counter()
+
+
+def _mutation_outcomes() -> Counter[str]:
+    """The outcomes the mutated-stack-file property counted in this process."""
+    module = next((m for name, m in list(sys.modules.items()) if name.endswith("test_mutated_stack_files")), None)
+    return Counter(getattr(module, "OUTCOMES", None) or {})
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands its counts to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["mutation_outcomes"] = dict(_mutation_outcomes())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller adds up what each worker counted."""
+    _WORKER_OUTCOMES.update(getattr(node, "workeroutput", {}).get("mutation_outcomes", {}))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print how many mutated stack files the property test ran, and how they ended."""
-    module = next((m for name, m in list(sys.modules.items()) if name.endswith("test_mutated_stack_files")), None)
-    outcomes = getattr(module, "OUTCOMES", None)
+    outcomes = _mutation_outcomes() + _WORKER_OUTCOMES
     if outcomes:
         total = sum(outcomes.values())
         summary = ", ".join(f"{name}: {count}" for name, count in sorted(outcomes.items()))
