@@ -572,9 +572,9 @@ def test_a_missing_tool_stops_the_preview_with_exit_1_and_says_make_tools(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import preview.__main__ as cli
-    import preview.rendered as rendered_module
+    import preview.render_tools as render_tools
 
-    monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)  # no .tools/bin there
+    monkeypatch.setattr(render_tools, "REPO_ROOT", tmp_path)  # no .tools/bin there
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     project = _project(tmp_path, {})
     (project / ".upstream").symlink_to(ROOT / ".upstream")
