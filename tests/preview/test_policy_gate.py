@@ -596,6 +596,7 @@ def test_each_render_runs_once_per_preview(tmp_path: Path, monkeypatch: pytest.M
         return real_run(command, **kwargs)
 
     monkeypatch.setattr(rendered_module.subprocess, "run", counting)
+    monkeypatch.setenv("GPU_PLATFORM_RENDER_CACHE", "off")  # every render runs: none comes from the caches
     project = project_copy(tmp_path, "dev", stack_config("dev"))  # Kubeflow on: two Directories and the release
     code = cli.main(["dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet"])
     assert code == expected_exit(tmp_path / "out" / "dev")
