@@ -64,13 +64,15 @@ format: venv
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-bench: venv  ## benchmarks that print figures
+bench: venv tools upstream  ## benchmarks that print figures (fleet scale, previews, renders, the test suite's time)
+	$(PY) -m benchmarks.bench_scale
 	$(PY) -m benchmarks.bench_preview
 	$(PY) -m benchmarks.bench_mig_planner
 	$(PY) -m benchmarks.bench_mig_pools
 	$(PY) -m benchmarks.bench_policies
 	$(PY) -m benchmarks.bench_node_agent
 	$(PY) -m benchmarks.bench_render
+	$(PY) -m benchmarks.bench_tests
 
 clean:  ## build outputs and caches (base previews in .cache/preview, renders in .cache/render); keeps .venv, .tools and .upstream
 	rm -rf build .cache/preview .cache/render .pytest_cache .mypy_cache .ruff_cache

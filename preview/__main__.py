@@ -15,23 +15,22 @@ policy's findings on one line. ``--verbose`` adds the resource tree and every fi
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Protocol
 
+# The modules a preview read from the result cache needs: the standard library, the catalog, our own
+# summary code. The program, the renderers and the gate (every SDK) are imported in ``_produce`` only.
 from preview.baseline import NO_BASE_ENV, Baseline, BaselineError, FolderBaseline, PendingBaseline, is_checkout, seed
 from preview.changes import diff_snapshots, findings_of, verdict_of
 from preview.driver_plan import driver_upgrade_plan
-from preview.mig_plan import mig_plan_files, mig_plan_lines
-from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
-from preview.policy_gate import write_report as write_policy_report
-from preview.render import preview_files, resource_tree, write_files
-from preview.rendered import RenderSetupError, render_program
-from preview.runner import REPO_ROOT, run_program
+from preview.output_folder import EXIT_MANDATORY_VIOLATION, REPORT_NAME, write_files
+from preview.render_tools import REPO_ROOT, RenderSetupError, find_tool, pinned_chart_dir
+from preview.result_cache import Produced, ResultCache
 from preview.snapshot import Snapshot, load_snapshot
-from preview.stack_file import StackFileError, available_stacks
 from preview.summary import finding_groups, summary_lines
 
 EXIT_BUG = 1
@@ -74,8 +73,49 @@ def preview_stack(
 ) -> int:
     """Preview one stack; returns the exit code.
 
+    A preview whose inputs did not change is read from the result cache (``preview.result_cache``)
+    instead of running the program again; the summary against the base is made anew either way.
     ``baselines``: where the base preview comes from (the console summary compares with it).
     """
+    out_dir = out_root / stack
+    cache = ResultCache(REPO_ROOT)
+    key = _cache_key(cache, stack, root, out_dir)
+    produced = cache.get(key)
+    if produced is None:
+        result = _produce(stack, root, out_dir)
+        if isinstance(result, int):
+            return result
+        produced = result
+        cache.put(key, produced)
+    write_files(produced.files, out_dir)
+    if baselines is not None:
+        seed(root, out_dir, stack)  # a clean checkout's preview is HEAD's: the next diff against HEAD reuses it
+    if produced.failed and quiet:
+        print(produced.verdicts, file=sys.stderr)
+    if not quiet:
+        _report(stack, out_dir, produced, baselines, verbose)
+    return EXIT_MANDATORY_VIOLATION if produced.failed else 0
+
+
+def _cache_key(cache: ResultCache, stack: str, root: Path, out_dir: Path) -> str | None:
+    """The result-cache key; None (run the preview) when a tool or the pinned chart is missing."""
+    try:
+        tools = [find_tool("helm", root), find_tool("kubectl", root)]
+        pinned_chart_dir(root)
+    except RenderSetupError:
+        return None  # the preview itself reports what is missing
+    return cache.key(stack, root, out_dir, tools)
+
+
+def _produce(stack: str, root: Path, out_dir: Path) -> Produced | int:
+    """Run the program, render, gate: what the preview writes and prints, or the exit code of a refusal."""
+    from preview.mig_plan import mig_plan_files, mig_plan_lines
+    from preview.policy_gate import PolicyConfigError, report_text, run_gate, verdict_table
+    from preview.render import preview_files, resource_tree
+    from preview.rendered import render_program
+    from preview.runner import run_program
+    from preview.stack_file import StackFileError
+
     try:
         run = run_program(stack, root)
     except (FileNotFoundError, StackFileError) as error:
@@ -86,40 +126,46 @@ def preview_stack(
         print(f"error: stack {stack}: {run.config_error}", file=sys.stderr)
         print("nothing was created and no preview was written", file=sys.stderr)
         return 2
-    out_dir = out_root / stack
     try:
         rendered = render_program(run)  # once: the files and the gate share it
     except RenderSetupError as error:
         print(f"error: stack {stack}: {error}", file=sys.stderr)
         return 1
     files = {**preview_files(run), **rendered.files(), **mig_plan_files(run)}
-    write_files(files, out_dir)
     try:
         gate = run_gate(run, root, rendered)
     except PolicyConfigError as error:
+        write_files(files, out_dir)
         print(f"error: stack {stack}: policy config {error}", file=sys.stderr)
         return 2
-    write_policy_report(gate, out_dir)
-    if baselines is not None:
-        seed(root, out_dir, stack)  # a clean checkout's preview is HEAD's: the next diff against HEAD reuses it
-    if gate.failed and quiet:
-        print(verdict_table(gate), file=sys.stderr)
-    if not quiet:
-        print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
-        if verbose:
-            print(resource_tree(run.registrations))
-        for notice in dict.fromkeys(run.notices):  # each notice once
-            print(notice if notice.startswith("warning: ") else f"notice: {notice}")
-        baseline = baselines.get(stack) if baselines else None
-        print_summary(stack, out_dir, baseline)
-        previous = baseline.folder / "outputs.json" if baseline and baseline.folder else None
-        for line in [*driver_upgrade_plan(previous, run.outputs), *mig_plan_lines(run, out_dir)]:
-            print(line)
-        if verbose:
-            print(verdict_table(gate))
-        more = "" if verbose else " (the resource tree and every finding: --verbose)"
-        print(f"wrote {len(files) + 1} files to {out_dir}{more}")
-    return EXIT_MANDATORY_VIOLATION if gate.failed else 0
+    files[REPORT_NAME] = report_text(gate)
+    return Produced(
+        files=files,
+        notices=list(dict.fromkeys(run.notices)),  # each notice once
+        tree=resource_tree(run.registrations),
+        verdicts=verdict_table(gate),
+        failed=gate.failed,
+        mig_lines=mig_plan_lines(run, out_dir, files),
+    )
+
+
+def _report(stack: str, out_dir: Path, produced: Produced, baselines: BaselineSource | None, verbose: bool) -> None:
+    """The console: notices, the summary against the base, the driver and MIG plans, where the files are."""
+    print(f"Stack {stack} (offline preview: the real program under mocks, no cloud calls)")
+    if verbose:
+        print(produced.tree)
+    for notice in produced.notices:
+        print(notice if notice.startswith("warning: ") else f"notice: {notice}")
+    baseline = baselines.get(stack) if baselines else None
+    print_summary(stack, out_dir, baseline)
+    previous = baseline.folder / "outputs.json" if baseline and baseline.folder else None
+    outputs = json.loads(produced.files["outputs.json"])
+    for line in [*driver_upgrade_plan(previous, outputs), *produced.mig_lines]:
+        print(line)
+    if verbose:
+        print(produced.verdicts)
+    more = "" if verbose else " (the resource tree and every finding: --verbose)"
+    print(f"wrote {len(produced.files)} files to {out_dir}{more}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-dir", type=Path, help="compare with the previews in this folder (DIR/<stack>/)")
     parser.add_argument("--no-base", action="store_true", help="compare with nothing")
     args = parser.parse_args(argv)
-    stacks = args.stacks or available_stacks(args.root)
+    if args.stacks:
+        stacks = args.stacks
+    else:
+        from preview.stack_file import available_stacks
+
+        stacks = available_stacks(args.root)
     baselines = None if args.quiet else _baselines(args.root, args.base, args.base_dir, args.no_base, stacks)
     codes = [
         _guarded(stack, args.out, args.quiet, args.root, baselines=baselines, verbose=args.verbose) for stack in stacks

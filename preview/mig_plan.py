@@ -51,8 +51,11 @@ def _gpu_lines(pool: dict[str, Any]) -> list[str]:
     return lines
 
 
-def mig_plan_lines(run: ProgramRun, out_dir: Path) -> list[str]:
-    """What a reviewer reads: per planned model the proof, per pool each GPU's layout, the changes."""
+def mig_plan_lines(run: ProgramRun, out_dir: Path, files: dict[str, str] | None = None) -> list[str]:
+    """What a reviewer reads: per planned model the proof, per pool each GPU's layout, the changes.
+
+    ``files``: the preview's files when already made (else the plan file is made again).
+    """
     plans = (run.outputs.get("mig") or {}).get("layoutsFromDemand") or []
     if not plans:
         return []
@@ -73,7 +76,7 @@ def mig_plan_lines(run: ProgramRun, out_dir: Path) -> list[str]:
             lines.extend(_gpu_lines(pool))
         against = record_name if plan["recordedPlanUsed"] else "nothing recorded: every partitioned GPU is new"
         lines.append(f"  re-partitions {plan['repartitionedGpus']} GPU(s) against {against}")
-    written = mig_plan_files(run).get(PLAN_FILE, "")
+    written = (files if files is not None else mig_plan_files(run)).get(PLAN_FILE, "")
     current = recorded.read_text(encoding="utf-8") if recorded.is_file() else None
     if current != written:
         lines.append(

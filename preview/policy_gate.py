@@ -49,15 +49,15 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.settings import schema_defaults
 from preview.mocks import SECRET_MASK, Registration, secret_strings
+from preview.output_folder import EXIT_MANDATORY_VIOLATION as EXIT_MANDATORY_VIOLATION  # re-exported
+from preview.output_folder import REPORT_NAME as REPORT_NAME  # re-exported
 from preview.rendered import Rendered, RenderedObject, render_program
 from preview.runner import REPO_ROOT, ProgramRun
 
-REPORT_NAME = "policy-report.json"
 STACK_RESOURCE = "(stack)"
 REGISTERED = "registered"
 RENDER_CHECK = "rendered-output"
 LEVELS = tuple(level.value for level in EnforcementLevel)
-EXIT_MANDATORY_VIOLATION = 3
 
 
 class PolicyConfigError(ValueError):
@@ -443,11 +443,16 @@ def run_gate(run: ProgramRun, root: Path = REPO_ROOT, rendered: Rendered | None 
     )
 
 
+def report_text(result: GateResult) -> str:
+    """The text of ``policy-report.json``: indented, sorted keys, final newline."""
+    return json.dumps(result.report(), indent=2, sort_keys=True) + "\n"
+
+
 def write_report(result: GateResult, out_dir: Path) -> Path:
-    """Write ``policy-report.json`` (indented, sorted keys, final newline) and return its path."""
+    """Write ``policy-report.json`` and return its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_NAME
-    path.write_text(json.dumps(result.report(), indent=2, sort_keys=True) + "\n")
+    path.write_text(report_text(result))
     return path
 
 

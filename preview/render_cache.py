@@ -54,7 +54,7 @@ class RenderCache:
 
     def key(self, tool: str, arguments: list[str], inputs: str) -> str | None:
         """The key of a render by ``tool`` (a path) with ``arguments`` over ``inputs``; None: do not cache."""
-        version = self._tool_version(tool)
+        version = self.tool_version(tool)
         if version is None:
             return None
         material = {
@@ -66,7 +66,8 @@ class RenderCache:
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
-    def _tool_version(self, tool: str) -> str | None:
+    def tool_version(self, tool: str) -> str | None:
+        """The version text of the tool at ``tool`` (a path), remembered per binary; None if it cannot be read."""
         try:
             status = Path(tool).resolve().stat()
         except OSError:

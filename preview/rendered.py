@@ -32,7 +32,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -50,16 +49,13 @@ from components.catalog.upstream import GPU_OPERATOR_CHART, tree_digest
 from preview.mocks import SECRET_MASK, Registration, secret_strings
 from preview.render import dump_yaml, manifest_filename, whole_numbers
 from preview.render_cache import RenderCache, enabled
+from preview.render_tools import find_tool, pinned_chart_dir
 from preview.runner import REPO_ROOT, ProgramRun
 
 RENDERED_DIR = "rendered"
 TIMEOUT_SECONDS = 300
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~8x faster on the Kubeflow render
 _UNKNOWN_MASK = "[unknown]"
-
-
-class RenderSetupError(RuntimeError):
-    """A tool or pinned artifact the renders need is missing: the preview stops with this message."""
 
 
 @dataclass(frozen=True)
@@ -191,33 +187,6 @@ def _masked(manifest: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------
 # Tools and the pinned chart
-
-
-def find_tool(name: str, root: Path = REPO_ROOT) -> str:
-    """``<root>/.tools/bin/<name>``, else the repository's, else ``<name>`` on PATH; a clear error if none."""
-    for folder in dict.fromkeys((root / ".tools" / "bin", REPO_ROOT / ".tools" / "bin")):
-        candidate = folder / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    raise RenderSetupError(
-        f"{name} is not in .tools/bin nor on PATH; the policy gate renders Helm releases and kustomize "
-        "Directories with the real tools: run `make tools`"
-    )
-
-
-def pinned_chart_dir(root: Path = REPO_ROOT) -> Path:
-    """The unpacked pinned GPU Operator chart; a clear error when ``make upstream`` has not run."""
-    for base in dict.fromkeys((root, REPO_ROOT)):
-        candidate = base / GPU_OPERATOR_CHART.path
-        if (candidate / "Chart.yaml").is_file():
-            return candidate
-    raise RenderSetupError(
-        f"the pinned GPU Operator chart {GPU_OPERATOR_CHART.version} is not at {GPU_OPERATOR_CHART.path}; "
-        "the policy gate renders the release with it: run `make upstream`"
-    )
 
 
 def is_pinned_chart(inputs: dict[str, Any], root: Path) -> bool:

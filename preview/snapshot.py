@@ -26,7 +26,7 @@ from components.catalog.mig.placement import PlacedInstance, place
 from components.catalog.mig.profiles import is_mig_capable, mig_gpu
 from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
 from components.catalog.names import MIG_ALL_DISABLED as MIG_DISABLED
-from preview.policy_gate import REPORT_NAME
+from preview.output_folder import REPORT_NAME
 
 DEFAULT_MEMORY_SLICES = 8
 

@@ -572,9 +572,9 @@ def test_a_missing_tool_stops_the_preview_with_exit_1_and_says_make_tools(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import preview.__main__ as cli
-    import preview.rendered as rendered_module
+    import preview.render_tools as render_tools
 
-    monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)  # no .tools/bin there
+    monkeypatch.setattr(render_tools, "REPO_ROOT", tmp_path)  # no .tools/bin there
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     project = _project(tmp_path, {})
     (project / ".upstream").symlink_to(ROOT / ".upstream")
@@ -596,6 +596,7 @@ def test_each_render_runs_once_per_preview(tmp_path: Path, monkeypatch: pytest.M
         return real_run(command, **kwargs)
 
     monkeypatch.setattr(rendered_module.subprocess, "run", counting)
+    monkeypatch.setenv("GPU_PLATFORM_RENDER_CACHE", "off")  # every render runs: none comes from the caches
     project = project_copy(tmp_path, "dev", stack_config("dev"))  # Kubeflow on: two Directories and the release
     code = cli.main(["dev", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet"])
     assert code == expected_exit(tmp_path / "out" / "dev")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-import preview.rendered as rendered_module
+import preview.render_tools as render_tools
 from components.catalog.gpu_operator_operands import CHART_IMAGE_REGISTRIES, HOST_NETWORK_OPERANDS, image_registry
 from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE
 from components.catalog.upstream import GPU_OPERATOR_CHART
@@ -24,13 +24,8 @@ from policies.gpu_policies.operands import is_operator_resource, operator_resour
 from policies.gpu_policies.props import get
 from preview.mocks import SECRET_MASK, Registration
 from preview.policy_gate import RENDER_CHECK, evaluate
-from preview.rendered import (
-    HELM_RELEASE,
-    RenderedObject,
-    RenderSetupError,
-    find_tool,
-    render_registrations,
-)
+from preview.render_tools import RenderSetupError, find_tool
+from preview.rendered import HELM_RELEASE, RenderedObject, render_registrations
 from preview.runner import run_program
 from preview.stack_file import available_stacks
 from tests.helpers import ROOT, one_driver, stack_raw
@@ -222,7 +217,7 @@ def test_a_release_with_value_files_is_not_rendered_from_its_values_alone() -> N
 
 
 def test_a_missing_tool_stops_the_render_and_says_make_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(render_tools, "REPO_ROOT", tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     directory = _directory(tmp_path, "overlay", {"kustomization.yaml": _kustomization()})
     with pytest.raises(RenderSetupError, match=r"kubectl is not in \.tools/bin nor on PATH.*run `make tools`"):
@@ -230,7 +225,7 @@ def test_a_missing_tool_stops_the_render_and_says_make_tools(tmp_path: Path, mon
 
 
 def test_a_tool_on_path_is_used_when_tools_bin_has_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(render_tools, "REPO_ROOT", tmp_path)
     monkeypatch.setenv("PATH", str(ROOT / ".tools" / "bin"))
     assert find_tool("helm", tmp_path) == str(ROOT / ".tools" / "bin" / "helm")
 
@@ -239,7 +234,7 @@ def test_a_missing_pinned_chart_stops_the_render_and_says_make_upstream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run, _ = real_stack("dev")
-    monkeypatch.setattr(rendered_module, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(render_tools, "REPO_ROOT", tmp_path)
     with pytest.raises(RenderSetupError, match=rf"chart {GPU_OPERATOR_CHART.version} is not at .*run `make upstream`"):
         render_registrations([_release(run)], tmp_path)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from preview.render import write_files
+from preview.output_folder import write_files
 
 
 def test_only_changed_files_are_written_and_stale_ones_go(tmp_path: Path) -> None:
