@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from preview.render_cache import CACHE_DIR_ENV, project_cache
+
 CACHE_ENV = "PREVIEW_CACHE"
 NO_BASE_ENV = "PREVIEW_NO_BASE"  # set for the base's own preview: it never looks for a base itself
 ABSENT_MARK = ".absent"  # the stack has no Pulumi.<stack>.yaml at that commit
@@ -194,7 +196,8 @@ class PendingBaseline:
         if not present:
             return self
         python = _python_for(self.root, tree, self.cache)
-        env = {**os.environ, NO_BASE_ENV: "1"}
+        # The base shares the project's render cache (its entries are safe across revisions).
+        env = {**os.environ, NO_BASE_ENV: "1", CACHE_DIR_ENV: str(project_cache(self.root).folder.resolve())}
         log = (self._work / "preview.log").open("wb")
         command = [python, "-m", "preview", "--quiet", "--out", str(self._work / "out"), *present]
         self._process = subprocess.Popen(command, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -16,7 +16,10 @@ are stored under ``.cache/render/`` and re-used while the key is the same.
 - **Bounded**: a hit refreshes an entry's modification time; after a store, the oldest entries go until
   the folder holds at most ``MAX_BYTES``. ``make clean`` removes the folder.
 - Failed renders are never stored: a failure is re-run, so its message is always the tool's current one.
-- ``GPU_PLATFORM_RENDER_CACHE=off`` renders everything every time.
+- ``GPU_PLATFORM_RENDER_CACHE=off`` renders everything every time; ``GPU_PLATFORM_CACHE_DIR=<folder>``
+  puts the cache elsewhere (a base preview of ``make diff``, exported under ``.cache/preview/``, shares
+  the project's; so do the test suite's throw-away repositories). Entries are safe to share between
+  revisions: an objects entry is the tool's output alone, a files entry is keyed by the code that writes it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 from components.catalog.upstream import ARTIFACTS
 
 CACHE_ENV = "GPU_PLATFORM_RENDER_CACHE"
+CACHE_DIR_ENV = "GPU_PLATFORM_CACHE_DIR"
 CACHE_DIR = Path(".cache") / "render"
 MAX_BYTES = 512 * 1024 * 1024  #: the folder's bound; the dev and prod renders take about 30 MB together
 _VERSION_COMMANDS = {"helm": ["version", "--short"], "kubectl": ["version", "--client", "--output=json"]}
@@ -44,11 +48,17 @@ def enabled() -> bool:
     return os.environ.get(CACHE_ENV, "on").lower() not in ("off", "0", "false", "no")
 
 
-class RenderCache:
-    """The cache folder of one project (``<project>/.cache/render``)."""
+def project_cache(project: Path) -> RenderCache:
+    """The cache of ``project``: ``$GPU_PLATFORM_CACHE_DIR``, else ``<project>/.cache/render``."""
+    shared = os.environ.get(CACHE_DIR_ENV)
+    return RenderCache(Path(shared) if shared else project / CACHE_DIR)
 
-    def __init__(self, project: Path) -> None:
-        self.folder = project / CACHE_DIR
+
+class RenderCache:
+    """One cache folder of renders (and, through ``preview.result_cache``, of whole previews)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
 
     # -- keys ------------------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE
 from components.catalog.upstream import GPU_OPERATOR_CHART, tree_digest
 from preview.mocks import SECRET_MASK, Registration, secret_strings
 from preview.render import dump_yaml, manifest_filename, whole_numbers
-from preview.render_cache import RenderCache, enabled
+from preview.render_cache import RenderCache, enabled, project_cache
 from preview.render_tools import find_tool, pinned_chart_dir
 from preview.runner import REPO_ROOT, ProgramRun
 
@@ -134,6 +134,13 @@ class Rendered:
         return files
 
 
+#: The code that turns rendered objects into files: a files entry of the render cache is keyed by it, so
+#: revisions that write files differently (a base preview of ``make diff``) never share one.
+_FILES_FORMAT = hashlib.sha256(
+    b"".join((Path(__file__).parent / name).read_bytes() for name in ("rendered.py", "render.py"))
+).hexdigest()
+
+
 def _render_files(render: Render) -> dict[str, str]:
     """One render's files; kept in the render cache beside its objects (the YAML writing costs seconds).
 
@@ -145,7 +152,7 @@ def _render_files(render: Render) -> dict[str, str]:
         key=len,
         reverse=True,
     )
-    kind = "files-" + hashlib.sha256(json.dumps([render.origin.name, secrets]).encode()).hexdigest()[:32]
+    kind = "files-" + hashlib.sha256(json.dumps([_FILES_FORMAT, render.origin.name, secrets]).encode()).hexdigest()[:32]
     if render.cache is not None and render.cache_key is not None:
         stored = render.cache.get(render.cache_key, kind)
         if isinstance(stored, dict):
@@ -352,7 +359,7 @@ def render_registrations(
             planned.append(_directory_job(registration, root))
     jobs = [item for item in planned if isinstance(item, _Job)]
     if cache is None and enabled():
-        cache = RenderCache(REPO_ROOT)
+        cache = project_cache(REPO_ROOT)
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         done = dict(
             zip((id(job) for job in jobs), pool.map(lambda job: _cached_run(job, root, cache), jobs), strict=True)

@@ -14,8 +14,8 @@ renders, the policy gate. A build tool skips a target whose inputs did not chang
 - **Value**: what the preview wrote and printed before the summary, whose base is read anew each time:
   every file, the notices, the resource tree, the policy verdicts, the MIG plan lines, and whether a
   mandatory policy failed. Refused stacks and errors are never stored: they run every time.
-- Stored beside the render cache (``.cache/render``), atomically and within its bound;
-  ``GPU_PLATFORM_RENDER_CACHE=off`` turns both off, ``make clean`` empties both.
+- Stored in the render cache's folder (``.cache/render``, or ``$GPU_PLATFORM_CACHE_DIR``), atomically and
+  within its bound; ``GPU_PLATFORM_RENDER_CACHE=off`` turns both off, ``make clean`` empties both.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from preview.render_cache import RenderCache, enabled
+from preview.render_cache import enabled, project_cache
 
 #: The code a preview runs, relative to the repository (every file, so scripts and data count too).
 CODE_TREES = ("components", "policies", "preview")
@@ -102,7 +102,7 @@ class ResultCache:
     """Whole previews in the project's render cache folder."""
 
     def __init__(self, repository: Path) -> None:
-        self.store = RenderCache(repository)
+        self.store = project_cache(repository)
         self.repository = repository
 
     def key(self, stack: str, root: Path, out_dir: Path, tools: list[str]) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -20,8 +21,12 @@ from pulumi.runtime import reset_options, set_all_config, set_mocks
 import tests.properties  # noqa: F401  (loads the Hypothesis profile before any test is collected)
 from components.stack.config import PROJECT
 from preview.mocks import PlatformMocks, RecordingMonitor
+from preview.render_cache import CACHE_DIR_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
+# Every preview the tests run, in this repository or in a throw-away copy of it, shares one render
+# cache: its keys hold everything a render depends on, so a shared entry is never stale.
+os.environ.setdefault(CACHE_DIR_ENV, str(ROOT / ".cache" / "render"))
 
 
 @pytest.fixture

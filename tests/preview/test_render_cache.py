@@ -52,7 +52,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 def test_an_unchanged_render_is_read_from_the_cache_with_the_same_objects_and_files(
     tmp_path: Path, prod: ProgramRun, runs: list[str]
 ) -> None:
-    cache = RenderCache(tmp_path)
+    cache = RenderCache(tmp_path / "cache")
     cold = render_registrations([_release(prod)], ROOT, cache)
     warm = render_registrations([_release(prod)], ROOT, cache)
     assert len(runs) == 1, "the second render came from the cache"
@@ -62,7 +62,7 @@ def test_an_unchanged_render_is_read_from_the_cache_with_the_same_objects_and_fi
 
 
 def test_changed_values_render_anew(tmp_path: Path, prod: ProgramRun, runs: list[str]) -> None:
-    cache = RenderCache(tmp_path)
+    cache = RenderCache(tmp_path / "cache")
     release = _release(prod)
     render_registrations([release], ROOT, cache)
     values = {**release.inputs["values"], "operator": {"logging": {"level": "debug"}}}
@@ -76,7 +76,7 @@ def test_changed_values_render_anew(tmp_path: Path, prod: ProgramRun, runs: list
 
 
 def test_another_tool_version_is_another_key(tmp_path: Path, prod: ProgramRun) -> None:
-    cache = RenderCache(tmp_path)
+    cache = RenderCache(tmp_path / "cache")
     job = rendered._release_job(_release(prod), ROOT)
     assert isinstance(job, rendered._Job)
     other_helm = tmp_path / "bin" / "helm"
@@ -94,7 +94,7 @@ def test_another_tool_version_is_another_key(tmp_path: Path, prod: ProgramRun) -
 
 
 def test_a_failed_render_is_not_stored(tmp_path: Path, prod: ProgramRun, runs: list[str]) -> None:
-    cache = RenderCache(tmp_path)
+    cache = RenderCache(tmp_path / "cache")
     overlay = tmp_path / "overlay" / "broken"
     overlay.mkdir(parents=True)
     (overlay / "kustomization.yaml").write_text("resources: [does-not-exist.yaml]\n")
@@ -110,7 +110,7 @@ def test_a_failed_render_is_not_stored(tmp_path: Path, prod: ProgramRun, runs: l
 
 
 def test_an_unreadable_entry_is_a_miss(tmp_path: Path, prod: ProgramRun, runs: list[str]) -> None:
-    cache = RenderCache(tmp_path)
+    cache = RenderCache(tmp_path / "cache")
     render_registrations([_release(prod)], ROOT, cache)
     for entry in cache.folder.glob("??/*.json"):
         entry.write_text('{"half a')
@@ -119,7 +119,7 @@ def test_an_unreadable_entry_is_a_miss(tmp_path: Path, prod: ProgramRun, runs: l
 
 
 def test_the_folder_is_kept_within_its_bound_oldest_used_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = RenderCache(tmp_path)
+    cache = RenderCache(tmp_path / "cache")
     monkeypatch.setattr(render_cache, "MAX_BYTES", 2500)
     for index in range(5):
         cache.put(f"{index:02d}" + "0" * 62, "objects", ["x" * 1000])
