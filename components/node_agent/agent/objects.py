@@ -5,6 +5,7 @@ Shared by the controller and the executors; pure functions, standard library onl
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -17,12 +18,17 @@ GPU_RESOURCE_PREFIX = "nvidia.com/"
 FINISHED_PHASES = ("Succeeded", "Failed")
 
 
+_EMPTY: dict[str, str] = {}
+
+
 def labels(obj: dict[str, Any]) -> dict[str, str]:
-    return dict((obj.get("metadata") or {}).get("labels") or {})
+    """The object's labels (the object's own mapping: read it, never change it)."""
+    return (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY  # type: ignore[return-value]
 
 
 def annotations(obj: dict[str, Any]) -> dict[str, str]:
-    return dict((obj.get("metadata") or {}).get("annotations") or {})
+    """The object's annotations (the object's own mapping: read it, never change it)."""
+    return (obj.get("metadata") or _EMPTY).get("annotations") or _EMPTY  # type: ignore[return-value]
 
 
 def name(obj: dict[str, Any]) -> str:
@@ -33,14 +39,22 @@ def uid(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("uid", ""))
 
 
-def json_annotation(obj: dict[str, Any], key: str) -> dict[str, Any]:
-    """A JSON object stored in an annotation; ``{}`` when absent or unreadable (never an exception)."""
-    raw = annotations(obj).get(key, "")
+@functools.lru_cache(maxsize=8192)
+def _parsed(raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw) if raw else {}
+        value = json.loads(raw)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def json_annotation(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """A JSON object stored in an annotation; ``{}`` when absent or unreadable (never an exception).
+
+    Parsed once per distinct text (a controller reads the same records every pass): read it, never change it.
+    """
+    raw = annotations(obj).get(key, "")
+    return _parsed(raw) if raw else {}
 
 
 def requests_gpu(pod: dict[str, Any]) -> bool:

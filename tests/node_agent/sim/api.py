@@ -73,12 +73,16 @@ class Faults:
     callers: tuple[str, ...] = ("controller", "executor")
     calls: int = 0
     injected: int = 0
+    #: A targeted fault: ``hook(caller, method, argument) -> kind`` ("" for none).
+    hook: Callable[[str, str, Any], str] | None = None
 
-    def pick(self, caller: str, write: bool) -> str:
+    def pick(self, caller: str, write: bool, method: str = "", argument: Any = None) -> str:
         if not caller.startswith(self.callers):
             return ""
         self.calls += 1
         kind = self.script.get(self.calls, "")
+        if not kind and self.hook is not None:
+            kind = self.hook(caller, method, argument)
         if not kind and self.rate and self.rng.random() < self.rate:
             kind = self.rng.choice(("503", "timeout", "timeout-after", "409") if write else ("503", "timeout"))
         if kind == "409" and not write:
@@ -157,8 +161,8 @@ class Client:
         self.namespace = namespace
 
     # -- plumbing --------------------------------------------------------------------------------------
-    def _call(self, write: bool, apply: Callable[[], Any]) -> Any:
-        kind = self.api.faults.pick(self.caller, write)
+    def _call(self, write: bool, apply: Callable[[], Any], method: str = "", argument: Any = None) -> Any:
+        kind = self.api.faults.pick(self.caller, write, method, argument)
         if kind == "503":
             raise ApiError(503, "service unavailable (injected)")
         if kind == "timeout":
@@ -209,7 +213,7 @@ class Client:
             self.api.put("nodes", name, body)
             return body
 
-        return self._call(True, apply)
+        return self._call(True, apply, "patch_node", (name, patch))
 
     def _admit_node_patch(self, node: Obj, patch: Obj) -> None:
         metadata = patch.get("metadata") or {}
@@ -261,7 +265,7 @@ class Client:
                     raise ApiError(429, "Cannot evict pod as it would violate the pod's disruption budget.")
             self.api.delete_pod_gracefully(namespace, name)
 
-        self._call(True, apply)
+        self._call(True, apply, "evict", name)
 
     def create_pod(self, namespace: str, pod: Obj) -> None:
         self._only_controller("create pods")
@@ -338,7 +342,7 @@ class Client:
             self.api.put("leases", key, body)
             return body
 
-        return self._call(True, apply)
+        return self._call(True, apply, "create_lease", lease)
 
     def replace_lease(self, namespace: str, lease: Obj) -> Obj:
         self._lease_guard(namespace)
@@ -353,7 +357,7 @@ class Client:
             self.api.put("leases", key, body)
             return body
 
-        return self._call(True, apply)
+        return self._call(True, apply, "replace_lease", lease)
 
     def delete_lease(self, namespace: str, name: str, resource_version: str) -> None:
         self._lease_guard(namespace)
@@ -365,7 +369,7 @@ class Client:
                 raise ApiError(409, f"lease {key}: precondition failed")
             self.api.put("leases", key, None)
 
-        self._call(True, apply)
+        self._call(True, apply, "delete_lease", name)
 
     def create_event(self, namespace: str, event: Obj) -> None:
         self._only_controller("create events")

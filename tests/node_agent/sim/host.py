@@ -55,6 +55,9 @@ class SimHost(RealHost):
         self.reboots_requested = 0
         self.sentinel = False
         self.mig_layout = "all-disabled"  #: what nvidia-mig-parted last applied
+        self.stuck_module = False  #: the module loads again at every boot (initramfs): module-stuck
+        self.ignore_reboot = False  #: ``systemctl reboot`` returns 0 and nothing happens
+        self.leave_files = False  #: the uninstaller leaves a driver file behind (files-remain)
         self.install(install)
 
     def install(self, kind: str) -> None:
@@ -112,6 +115,8 @@ class SimHost(RealHost):
             return self.uninstall_rc, "ERROR: Failed to remove the driver\n"
         # do_uninstall: installed files and /var/lib/nvidia go; the install log stays; the uninstall log is new.
         self.files -= {HOST_DRIVER_FILES[0], HOST_DRIVER_FILES[1], HOST_UNINSTALLER, HOST_RUN_BACKUP_LOG}
+        if self.leave_files:
+            self.files.add(HOST_DRIVER_FILES[1])
         self.files.add(UNINSTALL_LOG)
         if not self.modules_busy:
             self.host_modules = False
@@ -122,7 +127,8 @@ class SimHost(RealHost):
         if not allowed:
             self.sentinel = True
             return
-        self.on_reboot()
+        if not self.ignore_reboot:
+            self.on_reboot()
 
     def read_marker(self) -> dict[str, Any]:
         return dict(self.marker)
@@ -139,5 +145,5 @@ class SimHost(RealHost):
         """A new boot: a new boot id; the host driver's modules load again if its files are still there."""
         self.boot += 1
         self.operator_modules = False
-        self.host_modules = HOST_DRIVER_FILES[0] in self.files or HOST_DRIVER_FILES[1] in self.files
-        self.modules_busy = False
+        self.host_modules = self.stuck_module or HOST_DRIVER_FILES[0] in self.files or HOST_DRIVER_FILES[1] in self.files
+        self.modules_busy = self.stuck_module

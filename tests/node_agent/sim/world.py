@@ -141,6 +141,7 @@ class World:
         self.executor_pending: set[str] = set()
         self.controller_down_until = 0.0
         self.smoke_failing: set[str] = set()
+        self.cordoned_by_controller: set[str] = set()
         self.kubelet = Kubelet(self)
         self.scheduler = Scheduler(self)
         self.replica_sets = ReplicaSets(self)
@@ -281,6 +282,15 @@ class World:
     # -- watch: the actors, and the invariants ----------------------------------------------------------
     def _watch(self, kind: str, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         caller = self.api.caller
+        if kind == "nodes" and new is not None:
+            was = bool(((old or {}).get("spec") or {}).get("unschedulable"))
+            now_unschedulable = bool((new.get("spec") or {}).get("unschedulable"))
+            if now_unschedulable and not was and caller == "controller":
+                self.cordoned_by_controller.add(key)
+            if was and not now_unschedulable or new is None:
+                self.cordoned_by_controller.discard(key)
+        if kind == "nodes" and new is None:
+            self.cordoned_by_controller.discard(key)
         if kind == "pods":
             self.kubelet.on_pod(key, old, new)
             self.replica_sets.on_pod(key, old, new)
@@ -326,12 +336,18 @@ class World:
                 self.metrics.violate("I4", f"{name}: a touched node moved to {after}")
         if before not in SLOT_STATES and after in SLOT_STATES:
             self._admitted(name, new)
-        # I2: a node the controller cordons carries a state and a reason (or a detail saying what happens).
-        was = bool((old.get("spec") or {}).get("unschedulable"))
-        now_unschedulable = bool((new.get("spec") or {}).get("unschedulable"))
-        if now_unschedulable and not was or now_unschedulable and before != after:
+        if before != State.SMOKE_TESTING and after == State.SMOKE_TESTING:
+            # Evidence: the layout mig-manager applied is the one the controller asked for.
+            wanted = objects.labels(new).get(MIG_DESIRED_LABEL, "")
+            if self.hosts[name].mig_layout != wanted:
+                self.metrics.violate("evidence", f"{name}: smoke-testing on {self.hosts[name].mig_layout}, not {wanted}")
+        if before != State.DONE and after == State.DONE and self.flow == "driver":
+            if self.hosts[name].exists("/usr/bin/nvidia-smi") or not self.driver.pods_on(name):
+                self.metrics.violate("evidence", f"{name}: done without the operator's driver")
+        # I2: a node the controller cordoned carries a state and a reason (or a detail saying what happens).
+        if name in self.cordoned_by_controller:
             if after not in SLOT_STATES and after != State.FAILED:
-                self.metrics.violate("I2", f"{name}: cordoned in state {after}")
+                self.metrics.violate("I2", f"{name}: cordoned by the controller in state {after}")
             if not objects.labels(new).get(REASON_LABEL) and not objects.annotations(new).get(
                 "gpu-platform.io/node-agent.detail"
             ):
@@ -521,6 +537,10 @@ class World:
         self.api.put("nodes", name, None)
         self.mig.restarted(name)
         self.add_node(name)
+
+    def kill_executor(self, name: str) -> None:
+        """The executor pod is gone and does not come back (its node keeps running)."""
+        self.executors.pop(name, None)
 
     def delete_node(self, name: str) -> None:
         for pod in self.pods_on(name):

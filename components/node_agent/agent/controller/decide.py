@@ -331,10 +331,12 @@ def _with_spec(action: Action, spec: dict[str, Any]) -> Action:
 
 
 def _evict(view: NodeView, ctx: Context) -> list[Action]:
+    """Evict the node's GPU pods, except a DaemonSet's: its controller puts it back on a cordoned node
+    (DaemonSet pods tolerate ``node.kubernetes.io/unschedulable``), so it is waited on, never evicted."""
     return [
         Evict(pod["metadata"].get("namespace", ""), objects.name(pod), view.name)
         for pod in view.gpu_pods
-        if not objects.terminating(pod)
+        if not objects.terminating(pod) and objects.owner_kind(pod) != "DaemonSet"
     ]
 
 
@@ -376,7 +378,7 @@ def _delete_lease_after(view: NodeView) -> list[Action]:
 def _cordoned(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
     if _mig_work_gone(view, record, ctx):
         return _release_untouched(view, record, ctx, "the work went away before the node was touched: uncordoned")
-    record = replace(record, since=ctx.now)
+    record = replace(record, since=ctx.now, evicting_since=ctx.now)
     return [_move(view, record, State.EVICTING, "evicting the node's GPU pods")]
 
 
@@ -386,11 +388,11 @@ def _evicting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[
         return _release_untouched(view, record, ctx, "the work went away before the node was touched: uncordoned")
     if not view.gpu_pods:
         return _first_touch(view, record, work, ctx)
-    if now - record.since > settings.eviction_timeout_seconds:
-        return _fail_untouched(
-            view, record, Reason.EVICTION_TIMEOUT,
-            f"GPU pods did not leave within {int(settings.eviction_timeout_seconds)} s: {_gpu_pod_names(view)}", ctx,
-        )
+    if now - (record.evicting_since or record.since) > settings.eviction_timeout_seconds:
+        detail = f"GPU pods did not leave within {int(settings.eviction_timeout_seconds)} s: {_gpu_pod_names(view)}"
+        if view.lease_touched:  # the executor was asked once already: keep it cordoned, halt
+            return _fail_touched(view, record, Reason.EVICTION_TIMEOUT, detail, ctx)
+        return _fail_untouched(view, record, Reason.EVICTION_TIMEOUT, detail, ctx)
     daemon = [pod for pod in view.gpu_pods if objects.owner_kind(pod) == "DaemonSet"]
     reason: str | None = None
     detail = f"evicting {_gpu_pod_names(view)}"

@@ -33,6 +33,9 @@ from components.catalog.node_agent import (
 from components.node_agent.agent import objects
 
 
+_IDLE = State.IDLE.value
+
+
 @dataclass
 class Record:
     """The controller's durable intent for one maintenance of one node (JSON in the record annotation)."""
@@ -49,6 +52,7 @@ class Record:
     rebooted: bool = False  #: the one reboot was requested
     target: str = ""  #: the MIG config this attempt applies
     handover_at: float = 0.0  #: when gpu.deploy.driver=true was written
+    evicting_since: float = 0.0  #: when eviction began (not reset when the executor finds a GPU in use)
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -86,7 +90,7 @@ class NodeView:
 
     @property
     def state(self) -> str:
-        return self.labels.get(STATE_LABEL, State.IDLE.value)
+        return self.labels.get(STATE_LABEL, _IDLE)
 
     @property
     def opted_in(self) -> bool:
@@ -148,7 +152,7 @@ def build_views(
         driver_pods = [
             pod
             for pod in on_node
-            if pod["metadata"].get("namespace") == operator_namespace and objects.labels(pod).get(key) == value
+            if objects.labels(pod).get(key) == value and pod["metadata"].get("namespace") == operator_namespace
         ]
         image = ""
         for pod in driver_pods:
@@ -169,8 +173,8 @@ def build_views(
                 request=objects.json_annotation(node, REQUEST_ANNOTATION),
                 report=objects.json_annotation(node, REPORT_ANNOTATION),
                 gpu_pods=sorted(
-                    (pod for pod in on_node if objects.is_running_gpu_pod(pod)),
-                    key=lambda pod: (pod["metadata"].get("namespace", ""), objects.name(pod)),
+                    [pod for pod in on_node if objects.is_running_gpu_pod(pod)],
+                    key=lambda pod: (pod["metadata"].get("namespace", ""), pod["metadata"]["name"]),
                 ),
                 smoke_pods=[pod for pod in on_node if objects.labels(pod).get(SMOKE_LABEL)],
                 driver_pods=driver_pods,
