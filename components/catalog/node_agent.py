@@ -177,7 +177,9 @@ class Transition:
 
 #: Every transition the controller makes (the fault tests check every move they see against this list).
 TRANSITIONS: Final[tuple[Transition, ...]] = (
-    Transition(State.IDLE, State.WAITING_SLOT, "work to do: the executor reported a .run driver, or a MIG layout differs"),
+    Transition(
+        State.IDLE, State.WAITING_SLOT, "work to do: the executor reported a .run driver, or a MIG layout differs"
+    ),
     Transition(State.IDLE, State.CORDONED, "work to do and room in the budget: Lease created, cordoned in one write"),
     Transition(State.IDLE, State.REFUSED, "the executor's inspection refuses (a refusal reason)"),
     Transition(State.IDLE, State.DONE, "MIG layout already in place on a new node: the taint is removed"),
@@ -213,7 +215,6 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition(State.REFUSED, State.WAITING_SLOT, "the refusal no longer holds (e.g. space freed)"),
     Transition(State.REFUSED, State.IDLE, "the work went away"),
     Transition(State.REFUSED, State.CORDONED, "the refusal no longer holds, and room in the budget"),
-    Transition(State.FAILED, State.CORDONED, "an untouched failure (eviction-timeout) is retried when room allows"),
 )
 #: Failures reachable from every touched state, not listed above one by one.
 ANY_STATE_FAILURES: Final = (Reason.NODE_DELETED, Reason.UNKNOWN_STATE, Reason.EXECUTOR_LOST)

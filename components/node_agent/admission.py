@@ -87,7 +87,12 @@ def _binding(name: str) -> dict[str, Any]:
 
 
 def _user(namespace: str, account: str) -> list[dict[str, str]]:
-    return [{"name": "is-account", "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{account}'"}]
+    return [
+        {
+            "name": "is-account",
+            "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{account}'",
+        }
+    ]
 
 
 def _node_rules() -> dict[str, Any]:

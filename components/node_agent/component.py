@@ -288,7 +288,9 @@ class NodeAgent(pulumi.ComponentResource):
                             resources=k8s.core.v1.ResourceRequirementsArgs(
                                 requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
                             ),
-                            volume_mounts=[k8s.core.v1.VolumeMountArgs(name="code", mount_path=AGENT_DIR, read_only=True)],
+                            volume_mounts=[
+                                k8s.core.v1.VolumeMountArgs(name="code", mount_path=AGENT_DIR, read_only=True)
+                            ],
                         )
                     ],
                     volumes=[_code_volume()],

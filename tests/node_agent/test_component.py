@@ -205,9 +205,7 @@ def test_finding_8_only_the_controller_evicts_lists_pods_and_writes_leases(dev: 
         if r.type.endswith(":RoleBinding") or r.type.endswith(":ClusterRoleBinding")
         if r.name.startswith("node-agent-")
     ]
-    lease_subjects = {
-        s["name"] for b in bindings if "controller" in b.name for s in b.inputs["subjects"]
-    }
+    lease_subjects = {s["name"] for b in bindings if "controller" in b.name for s in b.inputs["subjects"]}
     assert lease_subjects == {"node-agent-controller"}
     events = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "node-agent-events-role")
     assert events.inputs["metadata"]["namespace"] == "default"
@@ -270,10 +268,7 @@ def test_the_config_map_ships_both_programs_and_their_catalog_names(dev: Program
     data = dev.one("kubernetes:core/v1:ConfigMap", "node-agent-code").inputs["data"]
     assert data == agent_sources()
     shipped = {p for p in AGENT_FILES}
-    on_disk = {
-        str(path.relative_to(ROOT))
-        for path in (ROOT / "components" / "node_agent" / "agent").rglob("*.py")
-    }
+    on_disk = {str(path.relative_to(ROOT)) for path in (ROOT / "components" / "node_agent" / "agent").rglob("*.py")}
     assert on_disk <= shipped  # no module of the agent is left out of the ConfigMap
     for pod in (_executor_pod(dev), _controller_pod(dev)):
         items = {v["name"]: v for v in pod["volumes"]}["code"]["configMap"]["items"]

@@ -23,7 +23,6 @@ from components.catalog.node_agent import (
     MIG_STATE_FAILED,
     MIG_STATE_LABEL,
     OPERAND_DEPLOY_LABELS,
-    PAUSED_FOR_MIG,
     REASON_LABEL,
     STATE_LABEL,
     Reason,
@@ -279,7 +278,7 @@ def test_an_executor_that_dies_after_touching_fails_the_node_and_keeps_its_slot(
     done(world)
     assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.EXECUTOR_LOST)
     lease = world.lease_of("node-000")
-    assert lease is not None and objects.annotations(lease)[LEASE_TOUCHED_ANNOTATION] == "true"
+    assert lease is not None and objects.annotations_of(lease)[LEASE_TOUCHED_ANNOTATION] == "true"
     assert world.state("node-001") == State.WAITING_SLOT
 
 
@@ -330,7 +329,7 @@ def test_finding_5_a_lease_deleted_mid_flow_does_not_free_a_slot() -> None:
     world.run(30.0)
     assert world.in_maintenance("a100") == 1
     lease = world.lease_of("node-000")
-    assert lease is not None and objects.annotations(lease)[LEASE_TOUCHED_ANNOTATION] == "true"
+    assert lease is not None and objects.annotations_of(lease)[LEASE_TOUCHED_ANNOTATION] == "true"
     done(world)
     assert states(world) == {"done"}
 
@@ -356,7 +355,7 @@ def test_finding_6_a_touched_node_that_vanishes_mid_flow_halts_the_pool() -> Non
     world.recreate("node-000")
     done(world)
     assert world.halted("a100")
-    failed = [objects.annotations(lease)[LEASE_FAILED_ANNOTATION] for lease in world.leases()]
+    failed = [objects.annotations_of(lease)[LEASE_FAILED_ANNOTATION] for lease in world.leases()]
     assert failed == [Reason.NODE_DELETED]
     assert world.state("node-000") == State.WAITING_SLOT
 
@@ -438,7 +437,7 @@ def test_finding_7_a_node_cordoned_before_the_rollout_stays_cordoned() -> None:
 @proves("I2")
 def test_finding_7_a_cordon_between_the_controllers_read_and_its_cordon_is_not_lost() -> None:
     world = World(nodes=1)
-    cordoned = []
+    cordoned: list[bool] = []
 
     def hook(caller: str, method: str, argument: Any) -> str:
         labels = (argument[1].get("metadata") or {}).get("labels") or {} if method == "patch_node" else {}
@@ -506,7 +505,9 @@ def test_finding_8_an_executor_may_change_only_its_own_nodes_report() -> None:
     world = World(nodes=2)
     executor = Client(world.api, "executor:node-000", NAMESPACE)
     attempts = [
-        lambda: executor.patch_node("node-001", {"metadata": {"annotations": {"gpu-platform.io/node-agent.report": "{}"}}}),
+        lambda: executor.patch_node(
+            "node-001", {"metadata": {"annotations": {"gpu-platform.io/node-agent.report": "{}"}}}
+        ),
         lambda: executor.patch_node("node-000", {"spec": {"unschedulable": True}}),
         lambda: executor.patch_node("node-000", {"metadata": {"labels": {STATE_LABEL: "done"}}}),
         lambda: executor.patch_node("node-000", {"metadata": {"finalizers": ["x"]}}),
@@ -706,4 +707,4 @@ def test_reason_and_detail_are_on_the_node_for_operators() -> None:
     done(world)
     node = world.node("node-000")
     assert objects.labels(node)[REASON_LABEL] == Reason.UNINSTALL_FAILED
-    assert "delete lease node-agent-" in objects.annotations(node)[DETAIL_ANNOTATION]
+    assert "delete lease node-agent-" in objects.annotations_of(node)[DETAIL_ANNOTATION]

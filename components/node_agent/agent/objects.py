@@ -26,7 +26,7 @@ def labels(obj: dict[str, Any]) -> dict[str, str]:
     return (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY  # type: ignore[return-value]
 
 
-def annotations(obj: dict[str, Any]) -> dict[str, str]:
+def annotations_of(obj: dict[str, Any]) -> dict[str, str]:
     """The object's annotations (the object's own mapping: read it, never change it)."""
     return (obj.get("metadata") or _EMPTY).get("annotations") or _EMPTY  # type: ignore[return-value]
 
@@ -53,7 +53,7 @@ def json_annotation(obj: dict[str, Any], key: str) -> dict[str, Any]:
 
     Parsed once per distinct text (a controller reads the same records every pass): read it, never change it.
     """
-    raw = annotations(obj).get(key, "")
+    raw = annotations_of(obj).get(key, "")
     return _parsed(raw) if raw else {}
 
 

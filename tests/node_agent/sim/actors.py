@@ -6,6 +6,7 @@ to writes through the API server's watch, as an informer-driven controller does.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -215,7 +216,7 @@ class ReplicaSets:
             if objects.owner_name(p) == rs.name and not objects.terminating(p)
         ]
         for _ in range(rs.replicas - len(active)):
-            self.world.at(self.world.timing.refill, lambda rs=rs: self._create(rs, None))
+            self.world.at(self.world.timing.refill, functools.partial(self._create, rs, None))
 
 
 class DaemonSets:
@@ -494,11 +495,15 @@ class DevicePlugin:
             return
         running = objects.labels(current).get(self.LABEL, "true") == "true"
         layout = LAYOUTS.get(self.world.hosts[node].mig_layout, {})
-        allocatable = {k: v for k, v in current["status"].get("allocatable", {}).items() if not k.startswith("nvidia.com/")}
+        allocatable = {
+            k: v for k, v in current["status"].get("allocatable", {}).items() if not k.startswith("nvidia.com/")
+        }
         if running:
             allocatable.update({k: str(v) for k, v in layout.items()})
         else:
-            allocatable.update({k: "0" for k in current["status"].get("allocatable", {}) if k.startswith("nvidia.com/")})
+            allocatable.update(
+                {k: "0" for k in current["status"].get("allocatable", {}) if k.startswith("nvidia.com/")}
+            )
         if allocatable != current["status"].get("allocatable"):
             body = clone(current)
             body["status"]["allocatable"] = allocatable

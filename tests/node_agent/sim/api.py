@@ -145,6 +145,22 @@ class SimApi:
         for watcher in list(self.watchers):
             watcher(kind, key, old, obj)
 
+    def delete_pod_gracefully(self, namespace: str, name: str) -> None:
+        """Graceful deletion: set ``deletionTimestamp``; an unbound or finished pod goes at once (strategy.go)."""
+        key = f"{namespace}/{name}"
+        pod = self.store["pods"].get(key)
+        if pod is None or objects.terminating(pod):
+            return
+        finished = (pod.get("status") or {}).get("phase") in objects.FINISHED_PHASES
+        if not (pod.get("spec") or {}).get("nodeName") or finished:
+            self.put("pods", key, None)
+            return
+        body = clone(pod)
+        grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+        body["metadata"]["deletionTimestamp"] = objects.format_time(self.now() + grace)
+        body["metadata"]["deletionGracePeriodSeconds"] = grace
+        self.put("pods", key, body)
+
     def get(self, kind: str, key: str) -> Obj:
         obj = self.store[kind].get(key)
         if obj is None:
@@ -235,7 +251,9 @@ class Client:
         if set(spec) - {"unschedulable", "taints"}:
             self._deny("may change only spec.unschedulable and its taint")
         if "taints" in spec:
-            theirs_before = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != MIG_PENDING_TAINT_KEY]
+            theirs_before = [
+                t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != MIG_PENDING_TAINT_KEY
+            ]
             theirs_after = [t for t in spec["taints"] or [] if t.get("key") != MIG_PENDING_TAINT_KEY]
             if theirs_before != theirs_after:
                 self._deny("may not change other taints")
@@ -258,7 +276,8 @@ class Client:
                 covered = [
                     other
                     for other in self.api.store["pods"].values()
-                    if other["metadata"].get("namespace") == namespace and objects.labels(other).get(pdb.key) == pdb.value
+                    if other["metadata"].get("namespace") == namespace
+                    and objects.labels(other).get(pdb.key) == pdb.value
                 ]
                 disrupted = sum(1 for other in covered if objects.terminating(other) or not objects.pod_ready(other))
                 if disrupted + 1 > pdb.max_unavailable:
@@ -381,23 +400,3 @@ class Client:
             self.api.put("events", f"{namespace}/{body['metadata']['name']}", body)
 
         self._call(True, apply)
-
-
-def _graceful(self: SimApi, namespace: str, name: str) -> None:
-    """Graceful deletion: set ``deletionTimestamp``; an unbound or finished pod goes at once (strategy.go)."""
-    key = f"{namespace}/{name}"
-    pod = self.store["pods"].get(key)
-    if pod is None or objects.terminating(pod):
-        return
-    finished = (pod.get("status") or {}).get("phase") in objects.FINISHED_PHASES
-    if not (pod.get("spec") or {}).get("nodeName") or finished:
-        self.put("pods", key, None)
-        return
-    body = clone(pod)
-    grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
-    body["metadata"]["deletionTimestamp"] = objects.format_time(self.now() + grace)
-    body["metadata"]["deletionGracePeriodSeconds"] = grace
-    self.put("pods", key, body)
-
-
-SimApi.delete_pod_gracefully = _graceful  # type: ignore[attr-defined]

@@ -145,5 +145,7 @@ class SimHost(RealHost):
         """A new boot: a new boot id; the host driver's modules load again if its files are still there."""
         self.boot += 1
         self.operator_modules = False
-        self.host_modules = self.stuck_module or HOST_DRIVER_FILES[0] in self.files or HOST_DRIVER_FILES[1] in self.files
+        self.host_modules = (
+            self.stuck_module or HOST_DRIVER_FILES[0] in self.files or HOST_DRIVER_FILES[1] in self.files
+        )
         self.modules_busy = self.stuck_module

@@ -15,6 +15,7 @@ checked, and each violation is recorded with its invariant's name:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import random
@@ -130,7 +131,9 @@ class World:
         self.seq = 0
         self.timing = Timing()
         self.metrics = Metrics()
-        self.faults = Faults(rate=fault_rate, rng=random.Random(seed + 1), script=dict(script or {}), callers=fault_callers)
+        self.faults = Faults(
+            rate=fault_rate, rng=random.Random(seed + 1), script=dict(script or {}), callers=fault_callers
+        )
         self.api = SimApi(lambda: self.t, self.faults)
         self.flow = flow
         self.target = target_layout
@@ -160,7 +163,10 @@ class World:
         self.api.put(
             "configmaps",
             f"{NAMESPACE}/{SETTINGS_CONFIG_MAP}",
-            {"metadata": {"name": SETTINGS_CONFIG_MAP, "namespace": NAMESPACE}, "data": {SETTINGS_KEY: json.dumps(base)}},
+            {
+                "metadata": {"name": SETTINGS_CONFIG_MAP, "namespace": NAMESPACE},
+                "data": {SETTINGS_KEY: json.dumps(base)},
+            },
         )
         ds = self.driver.daemon_set()
         self.api.put("daemonsets", f"{ds['metadata']['namespace']}/{ds['metadata']['name']}", ds)
@@ -173,7 +179,9 @@ class World:
             if pods_per_node:
                 resource = next(iter(LAYOUTS[start_layout])) if flow == "mig" else "nvidia.com/gpu"
                 self.replica_sets.add(ReplicaSet("team", f"train-{name}", pods_per_node, POOL, resource), node=name)
-        self.controller = Controller(Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-0", lambda: self.t)
+        self.controller = Controller(
+            Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-0", lambda: self.t
+        )
         self.at(0.5, self._reconcile)
 
     # -- building --------------------------------------------------------------------------------------
@@ -194,8 +202,8 @@ class World:
             if self.leftover_state:
                 labels[MIG_STATE_LABEL] = self.leftover_state
             allocatable = {"cpu": "64", **{k: str(v) for k, v in LAYOUTS[self.start_layout].items()}}
-        host.gpu_busy = lambda name=name: self._busy(name)
-        host.on_reboot = lambda name=name: self.at(1.0, lambda: self.reboot(name))
+        host.gpu_busy = functools.partial(self._busy, name)
+        host.on_reboot = functools.partial(self.at, 1.0, functools.partial(self.reboot, name))
         self.hosts[name] = host
         self.api.put(
             "nodes",
@@ -203,7 +211,10 @@ class World:
             {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": {"allocatable": allocatable}},
         )
         self.executors[name] = Executor(
-            Client(self.api, f"executor:{name}", NAMESPACE), host, name, allow_reboot=self.allow_reboot,
+            Client(self.api, f"executor:{name}", NAMESPACE),
+            host,
+            name,
+            allow_reboot=self.allow_reboot,
         )
         self.daemon_sets.node_up(name)
 
@@ -242,7 +253,7 @@ class World:
                 return False
             if state == State.IDLE and self.has_work(objects.name(node)) and not self.halted(self.pool_of(node)):
                 return False
-        return not any(not objects.annotations(lease).get(LEASE_FAILED_ANNOTATION) for lease in self.leases())
+        return not any(not objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION) for lease in self.leases())
 
     # -- the controller and the executors --------------------------------------------------------------
     def _reconcile(self) -> None:
@@ -287,7 +298,7 @@ class World:
             now_unschedulable = bool((new.get("spec") or {}).get("unschedulable"))
             if now_unschedulable and not was and caller == "controller":
                 self.cordoned_by_controller.add(key)
-            if was and not now_unschedulable or new is None:
+            if (was and not now_unschedulable) or new is None:
                 self.cordoned_by_controller.discard(key)
         if kind == "nodes" and new is None:
             self.cordoned_by_controller.discard(key)
@@ -303,11 +314,14 @@ class World:
             self.driver.on_node(key, old, new)
             self.mig.on_node(key, old, new)
             self.plugin.on_node(key, old, new)
-            if new is not None and (old is None or (old.get("spec") or {}).get("unschedulable") != (new.get("spec") or {}).get("unschedulable")):
+            if new is not None and (
+                old is None
+                or (old.get("spec") or {}).get("unschedulable") != (new.get("spec") or {}).get("unschedulable")
+            ):
                 self.scheduler.kick()
             if new is not None:
-                request = objects.annotations(new).get(REQUEST_ANNOTATION)
-                if request and request != objects.annotations(old or {}).get(REQUEST_ANNOTATION):
+                request = objects.annotations_of(new).get(REQUEST_ANNOTATION)
+                if request and request != objects.annotations_of(old or {}).get(REQUEST_ANNOTATION):
                     step = json.loads(request).get("step")
                     delay = self.rng.uniform(0.0, self.timing.executor_poll)
                     if step == "uninstall":
@@ -331,7 +345,10 @@ class World:
             if not (listed or any_failure or touched_fail):
                 self.metrics.violate("transitions", f"{name}: {before} -> {after} is not in TRANSITIONS")
             if before in {s.value for s in TOUCHED_STATES} and after not in {
-                *(s.value for s in TOUCHED_STATES), State.DONE, State.FAILED, State.EVICTING
+                *(s.value for s in TOUCHED_STATES),
+                State.DONE,
+                State.FAILED,
+                State.EVICTING,
             }:
                 self.metrics.violate("I4", f"{name}: a touched node moved to {after}")
         if before not in SLOT_STATES and after in SLOT_STATES:
@@ -340,24 +357,26 @@ class World:
             # Evidence: the layout mig-manager applied is the one the controller asked for.
             wanted = objects.labels(new).get(MIG_DESIRED_LABEL, "")
             if self.hosts[name].mig_layout != wanted:
-                self.metrics.violate("evidence", f"{name}: smoke-testing on {self.hosts[name].mig_layout}, not {wanted}")
-        if before != State.DONE and after == State.DONE and self.flow == "driver":
-            if self.hosts[name].exists("/usr/bin/nvidia-smi") or not self.driver.pods_on(name):
-                self.metrics.violate("evidence", f"{name}: done without the operator's driver")
+                self.metrics.violate(
+                    "evidence", f"{name}: smoke-testing on {self.hosts[name].mig_layout}, not {wanted}"
+                )
+        handed_over = before != State.DONE and after == State.DONE and self.flow == "driver"
+        if handed_over and (self.hosts[name].exists("/usr/bin/nvidia-smi") or not self.driver.pods_on(name)):
+            self.metrics.violate("evidence", f"{name}: done without the operator's driver")
         # I2: a node the controller cordoned carries a state and a reason (or a detail saying what happens).
         if name in self.cordoned_by_controller:
             if after not in SLOT_STATES and after != State.FAILED:
                 self.metrics.violate("I2", f"{name}: cordoned by the controller in state {after}")
-            if not objects.labels(new).get(REASON_LABEL) and not objects.annotations(new).get(
+            if not objects.labels(new).get(REASON_LABEL) and not objects.annotations_of(new).get(
                 "gpu-platform.io/node-agent.detail"
             ):
                 self.metrics.violate("I2", f"{name}: cordoned without a reason or detail")
         # I3: no host or MIG change requested while a GPU pod runs there.
         changed_mig = objects.labels(old).get(MIG_LABEL) != objects.labels(new).get(MIG_LABEL)
-        request = objects.annotations(new).get(REQUEST_ANNOTATION, "")
-        new_request = request != objects.annotations(old).get(REQUEST_ANNOTATION, "")
+        request = objects.annotations_of(new).get(REQUEST_ANNOTATION, "")
+        new_request = request != objects.annotations_of(old).get(REQUEST_ANNOTATION, "")
         step = json.loads(request).get("step") if request else ""
-        if (changed_mig or new_request and step in ("uninstall", "reboot")) and self.gpu_pods_running(name):
+        if (changed_mig or (new_request and step in ("uninstall", "reboot"))) and self.gpu_pods_running(name):
             self.metrics.violate("I3", f"{name}: {'mig.config' if changed_mig else step} under running GPU pods")
 
     def _admitted(self, name: str, node: dict[str, Any]) -> None:
@@ -376,15 +395,15 @@ class World:
             pool = objects.labels(new).get(LEASE_POOL_LABEL, "")
             count = self.in_maintenance(pool)
             self.metrics.max_in_maintenance = max(self.metrics.max_in_maintenance, count)
-            if count > self.budget(pool) and not objects.annotations(new).get(LEASE_FAILED_ANNOTATION):
+            if count > self.budget(pool) and not objects.annotations_of(new).get(LEASE_FAILED_ANNOTATION):
                 self.metrics.violate("I1", f"lease {key}: {count} in maintenance, budget {self.budget(pool)}")
-        if old is not None and objects.annotations(old).get(LEASE_TOUCHED_ANNOTATION):
+        if old is not None and objects.annotations_of(old).get(LEASE_TOUCHED_ANNOTATION):
             uid = objects.name(old).removeprefix(NODE_LEASE_PREFIX)
             if new is None:
                 node = self.node_by_uid(uid)
                 if node is None or objects.labels(node).get(STATE_LABEL) != State.DONE:
                     self.metrics.violate("I4", f"touched lease {key} deleted while its node is not done")
-            elif objects.annotations(new).get(LEASE_NODE_ANNOTATION) != objects.annotations(old).get(
+            elif objects.annotations_of(new).get(LEASE_NODE_ANNOTATION) != objects.annotations_of(old).get(
                 LEASE_NODE_ANNOTATION
             ):
                 self.metrics.violate("I4", f"touched lease {key} given to another node")
@@ -395,7 +414,11 @@ class World:
             labels = objects.labels(node)
             state = labels.get(STATE_LABEL, "idle")
             lease = self.api.store["leases"].get(f"{NAMESPACE}/{NODE_LEASE_PREFIX}{objects.uid(node)}")
-            if state not in SLOT_STATES and lease is not None and not objects.annotations(lease).get(LEASE_FAILED_ANNOTATION):
+            if (
+                state not in SLOT_STATES
+                and lease is not None
+                and not objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION)
+            ):
                 self.metrics.violate("I2", f"{name}: {state} but holds a slot")
             if state == State.DONE or (state == State.IDLE and not self.has_work(name)):
                 continue
@@ -416,7 +439,7 @@ class World:
         return objects.labels(self.node(name))
 
     def detail(self, name: str) -> str:
-        return objects.annotations(self.node(name)).get("gpu-platform.io/node-agent.detail", "")
+        return objects.annotations_of(self.node(name)).get("gpu-platform.io/node-agent.detail", "")
 
     def node_by_uid(self, uid: str) -> dict[str, Any] | None:
         return next((n for n in self.api.store["nodes"].values() if objects.uid(n) == uid), None)
@@ -432,7 +455,7 @@ class World:
 
     def halted(self, pool: str) -> bool:
         return any(
-            objects.annotations(lease).get(LEASE_FAILED_ANNOTATION)
+            objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION)
             for lease in self.leases()
             if objects.labels(lease).get(LEASE_POOL_LABEL) == pool
         )
@@ -478,9 +501,12 @@ class World:
     def has_work(self, name: str) -> bool:
         host, labels = self.hosts[name], self.labels(name)
         if self.flow == "driver":
-            return labels.get(HOST_DRIVER_REMOVAL_LABEL) == HOST_DRIVER_REMOVAL_ENABLED and host.exists(
-                "/var/lib/nvidia/log"
-            ) and host.exists("/usr/bin/nvidia-uninstall") and not host.owned
+            return (
+                labels.get(HOST_DRIVER_REMOVAL_LABEL) == HOST_DRIVER_REMOVAL_ENABLED
+                and host.exists("/var/lib/nvidia/log")
+                and host.exists("/usr/bin/nvidia-uninstall")
+                and not host.owned
+            )
         return host.mig_layout != labels.get(MIG_DESIRED_LABEL, host.mig_layout)
 
     def up(self, node: str) -> bool:

@@ -90,9 +90,7 @@ class Context:
 
 def wants_slot(view: NodeView, work: Work) -> bool:
     """A node not in maintenance with work to do (and no refusal) wants a slot."""
-    if view.state in SLOT_STATES or view.state == State.FAILED or work.refusal or not work.flow:
-        return False
-    return True
+    return not (view.state in SLOT_STATES or view.state == State.FAILED or work.refusal or not work.flow)
 
 
 def decide(view: NodeView, work: Work, ctx: Context) -> list[Action]:
@@ -197,8 +195,15 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         if state != State.REFUSED or view.labels.get(REASON_LABEL) != work.refusal:
             request = _inspect_request(view, now) if work.inspect else None
             actions.append(
-                _move(view, None, State.REFUSED, f"refused: {work.detail}", reason=work.refusal, request=request,
-                      keep_request=True)
+                _move(
+                    view,
+                    None,
+                    State.REFUSED,
+                    f"refused: {work.detail}",
+                    reason=work.refusal,
+                    request=request,
+                    keep_request=True,
+                )
             )
         elif work.inspect:
             actions.append(_patch(view, "inspect again", annotations=_inspect_annotation(view, now)))
@@ -215,8 +220,17 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
             else f"waiting: {pool.budget if pool else 0} node(s) of the pool {view.pool} already in maintenance"
         )
         if state != State.WAITING_SLOT or view.labels.get(REASON_LABEL) != reason:
-            actions.append(_move(view, None, State.WAITING_SLOT, detail, reason=reason, keep_request=True,
-                                 labels={FLOW_LABEL: work.flow}))
+            actions.append(
+                _move(
+                    view,
+                    None,
+                    State.WAITING_SLOT,
+                    detail,
+                    reason=reason,
+                    keep_request=True,
+                    labels={FLOW_LABEL: work.flow},
+                )
+            )
         return actions + _drop_lease(view)
     # No work.
     if state in (State.WAITING_SLOT, State.REFUSED) and (work.facts is not None or not view.opted_in):
@@ -227,8 +241,14 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         desired = view.labels.get(MIG_DESIRED_LABEL, "")
         if desired and mig_in_place(view, ctx.settings, desired):
             actions.append(
-                _move(view, None, State.DONE, f"MIG layout {desired} in place: taint removed", keep_request=True,
-                      spec={"taints": _without_mig_taint(view)})
+                _move(
+                    view,
+                    None,
+                    State.DONE,
+                    f"MIG layout {desired} in place: taint removed",
+                    keep_request=True,
+                    spec={"taints": _without_mig_taint(view)},
+                )
             )
     else:
         actions += _restore_operands(view)
@@ -349,8 +369,14 @@ def _hold_for_pods(view: NodeView, record: Record, ctx: Context, reason: Reason)
     actions: list[Action] = []
     if view.labels.get(REASON_LABEL) != reason:
         actions.append(
-            _move(view, record, State(view.state), f"GPU pods on the node ({_gpu_pod_names(view)}): evicting first",
-                  reason=reason, keep_request=True)
+            _move(
+                view,
+                record,
+                State(view.state),
+                f"GPU pods on the node ({_gpu_pod_names(view)}): evicting first",
+                reason=reason,
+                keep_request=True,
+            )
         )
         actions.append(_event(view, "GpuPodOnNode", f"GPU pods on {view.name} during {view.state}: evicting", True))
     return actions + _evict(view, ctx)
@@ -445,8 +471,13 @@ def _uninstalling(view: NodeView, record: Record, work: Work, ctx: Context) -> l
     if report is not None and report.get("outcome") == Outcome.NOT_STARTED.value:
         record = replace(record, since=now)
         return [
-            _move(view, record, State.EVICTING, f"the executor found a GPU in use: {report.get('detail', '')}",
-                  reason=Reason.GPU_IN_USE)
+            _move(
+                view,
+                record,
+                State.EVICTING,
+                f"the executor found a GPU in use: {report.get('detail', '')}",
+                reason=Reason.GPU_IN_USE,
+            )
         ]
     if report is not None and report.get("outcome") == Outcome.FAILED.value:
         reason = report.get("reason") or Reason.UNINSTALL_FAILED
@@ -462,22 +493,32 @@ def _verifying(view: NodeView, record: Record, work: Work, ctx: Context) -> list
     if report is not None and report.get("outcome") == Outcome.OK.value:
         facts = report.get("facts") or {}
         if facts.get("files_remain"):
-            return _fail_touched(view, record, Reason.FILES_REMAIN, f"driver files remain: {facts.get('detail', '')}", ctx)
+            return _fail_touched(
+                view, record, Reason.FILES_REMAIN, f"driver files remain: {facts.get('detail', '')}", ctx
+            )
         if facts.get("modules_loaded"):
             if record.rebooted:
-                return _fail_touched(view, record, Reason.MODULE_STUCK, "the nvidia module is loaded after the reboot", ctx)
+                return _fail_touched(
+                    view, record, Reason.MODULE_STUCK, "the nvidia module is loaded after the reboot", ctx
+                )
             if view.gpu_pods:
                 return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
             record, request = _request(view, replace(record, since=now, rebooted=True), Step.REBOOT, now)
             return [_move(view, record, State.REBOOTING, "the module is still loaded: the one reboot", request=request)]
         record = replace(record, since=now, handover_at=now)
         return [
-            _move(view, record, State.HANDING_OVER, "no host driver left: gpu.deploy.driver=true",
-                  labels={GPU_DEPLOY_DRIVER_LABEL: "true"})
+            _move(
+                view,
+                record,
+                State.HANDING_OVER,
+                "no host driver left: gpu.deploy.driver=true",
+                labels={GPU_DEPLOY_DRIVER_LABEL: "true"},
+            )
         ]
     if report is not None and report.get("outcome") == Outcome.FAILED.value:
-        return _fail_touched(view, record, Reason(report.get("reason") or Reason.HOST_STEP_FAILED),
-                             str(report.get("detail", "")), ctx)
+        return _fail_touched(
+            view, record, Reason(report.get("reason") or Reason.HOST_STEP_FAILED), str(report.get("detail", "")), ctx
+        )
     if _report_timeout(record, ctx.settings.executor_timeout_seconds, ctx):
         return _fail_touched(view, record, Reason.EXECUTOR_LOST, "no answer to the verify request", ctx)
     return []
@@ -490,12 +531,25 @@ def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list
         record, request = _request(view, replace(record, since=now), Step.VERIFY, now)
         return [_move(view, record, State.VERIFYING, "rebooted (new boot id); verifying", request=request)]
     if report is not None and report.get("outcome") == Outcome.FAILED.value:
-        return _fail_touched(view, record, Reason(report.get("reason") or Reason.REBOOT_NOT_PERFORMED),
-                             str(report.get("detail", "")), ctx)
+        return _fail_touched(
+            view,
+            record,
+            Reason(report.get("reason") or Reason.REBOOT_NOT_PERFORMED),
+            str(report.get("detail", "")),
+            ctx,
+        )
     if report is not None and report.get("reason") == Reason.REBOOT_PENDING:
         if view.labels.get(REASON_LABEL) != Reason.REBOOT_PENDING:
-            return [_move(view, record, State.REBOOTING, "waiting for a reboot (/run/reboot-required written)",
-                          reason=Reason.REBOOT_PENDING, keep_request=True)]
+            return [
+                _move(
+                    view,
+                    record,
+                    State.REBOOTING,
+                    "waiting for a reboot (/run/reboot-required written)",
+                    reason=Reason.REBOOT_PENDING,
+                    keep_request=True,
+                )
+            ]
         return []
     if _report_timeout(record, ctx.settings.reboot_timeout_seconds, ctx):
         return _fail_touched(view, record, Reason.REBOOT_NOT_PERFORMED, "no new boot id in time", ctx)
@@ -524,8 +578,16 @@ def _handing_over(view: NodeView, record: Record, work: Work, ctx: Context) -> l
     if ctx.now - record.since > ctx.settings.driver_ready_timeout_seconds:
         return _fail_touched(view, record, Reason.DRIVER_NOT_READY, "no Ready operator driver pod in time", ctx)
     if view.labels.get(REASON_LABEL) != Reason.DRIVER_PENDING:
-        return [_move(view, record, State.HANDING_OVER, "waiting for the operator's driver pod",
-                      reason=Reason.DRIVER_PENDING, keep_request=True)]
+        return [
+            _move(
+                view,
+                record,
+                State.HANDING_OVER,
+                "waiting for the operator's driver pod",
+                reason=Reason.DRIVER_PENDING,
+                keep_request=True,
+            )
+        ]
     return []
 
 
@@ -555,8 +617,16 @@ def _mig_applying(view: NodeView, record: Record, work: Work, ctx: Context) -> l
     if view.gpu_pods:
         return _hold_for_pods(view, record, ctx, Reason.MIG_PENDING)
     if view.labels.get(REASON_LABEL) != Reason.MIG_PENDING:
-        return [_move(view, record, State.MIG_APPLYING, "waiting for mig-manager's answer and the allocatable",
-                      reason=Reason.MIG_PENDING, keep_request=True)]
+        return [
+            _move(
+                view,
+                record,
+                State.MIG_APPLYING,
+                "waiting for mig-manager's answer and the allocatable",
+                reason=Reason.MIG_PENDING,
+                keep_request=True,
+            )
+        ]
     return []
 
 
@@ -570,8 +640,14 @@ def _mig_recovering(view: NodeView, record: Record, work: Work, ctx: Context) ->
         record = replace(record, since=ctx.now)
         return [_write_mig(view, record, State.MIG_APPLYING, record.target, f"toggled; {record.target} written again")]
     if answered == MIG_STATE_FAILED:
-        return _fail_touched(view, record, Reason.MIG_FAILED, "the toggle through all-disabled failed", ctx,
-                             labels=_paused_operands(view))
+        return _fail_touched(
+            view,
+            record,
+            Reason.MIG_FAILED,
+            "the toggle through all-disabled failed",
+            ctx,
+            labels=_paused_operands(view),
+        )
     if ctx.now - record.since > ctx.settings.mig_timeout_seconds:
         return _fail_touched(view, record, Reason.MIG_TIMEOUT, "no answer to the toggle in time", ctx)
     return []
@@ -643,7 +719,9 @@ def _finish(view: NodeView, record: Record, ctx: Context, detail: str) -> list[A
     if _has_mig_taint(view) and record.flow == Flow.MIG_LAYOUT:
         spec["taints"] = _without_mig_taint(view)
     record = replace(record, since=ctx.now)
-    actions: list[Action] = [_move(view, record, State.DONE, f"done: {detail}", spec=spec, labels=_paused_operands(view))]
+    actions: list[Action] = [
+        _move(view, record, State.DONE, f"done: {detail}", spec=spec, labels=_paused_operands(view))
+    ]
     actions.append(_event(view, "Done", f"{record.flow} done on {view.name}: {detail}"))
     return actions + _delete_lease_after(view)
 
@@ -666,7 +744,9 @@ def _fail_touched(
         actions.append(CreateLease(lease, view.pool, view.name, notes))
     elif view.lease_failed != reason.value:
         actions.append(AnnotateLease(lease, notes))
-    text = f"{reason.value}: {detail}; the pool {view.pool} halts until `kubectl -n {ctx.namespace} delete lease {lease}`"
+    text = (
+        f"{reason.value}: {detail}; the pool {view.pool} halts until `kubectl -n {ctx.namespace} delete lease {lease}`"
+    )
     actions.append(_move(view, record, State.FAILED, text, reason=reason, labels=labels, spec=spec))
     actions.append(_event(view, "Failed", text, True))
     return actions
@@ -698,7 +778,7 @@ def orphan_lease_actions(lease: dict[str, Any], live_uids: set[str]) -> list[Act
     uid = objects.name(lease).removeprefix("node-agent-")
     if uid in live_uids:
         return []
-    notes = objects.annotations(lease)
+    notes = objects.annotations_of(lease)
     if notes.get(LEASE_FAILED_ANNOTATION):
         return []
     if notes.get(LEASE_TOUCHED_ANNOTATION):

@@ -223,7 +223,9 @@ def dry_run(view: NodeView, actions: list[Action]) -> list[Action]:
         text = f"dry run: would {first.why if isinstance(first, PatchNode) else type(first).__name__}"[:1000]
         if view.annotations.get(DETAIL_ANNOTATION) != text:
             kept.append(
-                PatchNode(view.name, {"metadata": {"resourceVersion": view.rv, "annotations": {DETAIL_ANNOTATION: text}}})
+                PatchNode(
+                    view.name, {"metadata": {"resourceVersion": view.rv, "annotations": {DETAIL_ANNOTATION: text}}}
+                )
             )
     return kept
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
-    DRIVER_CONTAINER,
     DRIVER_POD_LABEL,
     LEASE_FAILED_ANNOTATION,
     LEASE_NODE_ANNOTATION,
@@ -31,7 +30,6 @@ from components.catalog.node_agent import (
     State,
 )
 from components.node_agent.agent import objects
-
 
 _IDLE = State.IDLE.value
 
@@ -98,11 +96,11 @@ class NodeView:
 
     @property
     def lease_touched(self) -> bool:
-        return bool(self.lease) and bool(objects.annotations(self.lease or {}).get(LEASE_TOUCHED_ANNOTATION))
+        return bool(self.lease) and bool(objects.annotations_of(self.lease or {}).get(LEASE_TOUCHED_ANNOTATION))
 
     @property
     def lease_failed(self) -> str:
-        return objects.annotations(self.lease or {}).get(LEASE_FAILED_ANNOTATION, "") if self.lease else ""
+        return objects.annotations_of(self.lease or {}).get(LEASE_FAILED_ANNOTATION, "") if self.lease else ""
 
 
 @dataclass(frozen=True)
@@ -165,7 +163,7 @@ def build_views(
                 rv=str(node["metadata"].get("resourceVersion", "")),
                 pool=objects.labels(node).get(POOL_LABEL, ""),
                 labels=objects.labels(node),
-                annotations=objects.annotations(node),
+                annotations=objects.annotations_of(node),
                 unschedulable=bool(spec.get("unschedulable")),
                 taints=list(spec.get("taints") or []),
                 allocatable=dict((node.get("status") or {}).get("allocatable") or {}),
@@ -189,7 +187,9 @@ def build_views(
 def build_pools(views: list[NodeView], leases: list[dict[str, Any]], budget: Any) -> dict[str, PoolView]:
     """Every pool's live size, budget, holders and halts. ``budget(live)`` gives the slots."""
     pools: dict[str, PoolView] = {}
-    names = sorted({view.pool for view in views if view.pool} | {objects.labels(x).get(LEASE_POOL_LABEL, "") for x in leases})
+    names = sorted(
+        {view.pool for view in views if view.pool} | {objects.labels(x).get(LEASE_POOL_LABEL, "") for x in leases}
+    )
     for pool in names:
         if not pool:
             continue
@@ -199,10 +199,10 @@ def build_pools(views: list[NodeView], leases: list[dict[str, Any]], budget: Any
         holders |= {view.uid for view in members if view.state in SLOT_STATES}
         halted = tuple(
             sorted(
-                f"{objects.annotations(lease).get(LEASE_NODE_ANNOTATION, lease_uid(lease))} "
-                f"({objects.annotations(lease)[LEASE_FAILED_ANNOTATION]})"
+                f"{objects.annotations_of(lease).get(LEASE_NODE_ANNOTATION, lease_uid(lease))} "
+                f"({objects.annotations_of(lease)[LEASE_FAILED_ANNOTATION]})"
                 for lease in pool_leases
-                if objects.annotations(lease).get(LEASE_FAILED_ANNOTATION)
+                if objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION)
             )
         )
         pools[pool] = PoolView(pool, len(members), budget(len(members)), frozenset(holders), halted)

@@ -60,7 +60,11 @@ class Executor:
         return True
 
     def _report(
-        self, request: dict[str, Any], outcome: Outcome, facts: dict[str, Any] | None = None, reason: str = "",
+        self,
+        request: dict[str, Any],
+        outcome: Outcome,
+        facts: dict[str, Any] | None = None,
+        reason: str = "",
         detail: str = "",
     ) -> dict[str, Any]:
         return {
