@@ -116,19 +116,46 @@ class Scheduler:
     def run(self) -> None:
         self.queued = False
         pods = self.world.api.store["pods"]
-        for key in sorted(pods):
+        pending = [key for key in sorted(pods) if not (pods[key].get("spec") or {}).get("nodeName")]
+        if not pending:
+            return
+        used: dict[str, dict[str, int]] = {}
+        for pod in pods.values():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node:
+                self._add(used.setdefault(node, {}), pod)
+        nodes = sorted(self.world.api.store["nodes"].values(), key=objects.name)
+        for key in pending:
             pod = pods[key]
-            if (pod.get("spec") or {}).get("nodeName") or objects.terminating(pod):
+            if objects.terminating(pod):
                 continue
-            for node in sorted(self.world.api.store["nodes"].values(), key=objects.name):
-                if self.fits(pod, node):
+            for node in nodes:
+                name = objects.name(node)
+                if self.fits(pod, node, used.setdefault(name, {})):
                     body = clone(pod)
-                    body["spec"]["nodeName"] = objects.name(node)
+                    body["spec"]["nodeName"] = name
                     self.world.api.put("pods", key, body)
+                    self._add(used[name], pod)
                     break
 
-    def fits(self, pod: dict[str, Any], node: dict[str, Any]) -> bool:
+    @staticmethod
+    def _limits(pod: dict[str, Any]) -> dict[str, int]:
+        asked: dict[str, int] = {}
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            for resource, count in ((container.get("resources") or {}).get("limits") or {}).items():
+                asked[resource] = asked.get(resource, 0) + int(count)
+        return asked
+
+    def _add(self, used: dict[str, int], pod: dict[str, Any]) -> None:
+        for resource, count in self._limits(pod).items():
+            used[resource] = used.get(resource, 0) + count
+
+    def fits(self, pod: dict[str, Any], node: dict[str, Any], used: dict[str, int]) -> bool:
         name = objects.name(node)
+        allocatable = node["status"]["allocatable"]
+        for resource, count in self._limits(pod).items():
+            if int(str(allocatable.get(resource, "0"))) < used.get(resource, 0) + count:
+                return False
         if not self.world.up(name):
             return False
         selector = (pod.get("spec") or {}).get("nodeSelector") or {}
@@ -137,20 +164,11 @@ class Scheduler:
         spec = node.get("spec") or {}
         if spec.get("unschedulable") and not tolerates(pod, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}):
             return False
-        for taint in spec.get("taints") or []:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
-                return False
-        for container in pod["spec"].get("containers") or []:
-            for resource, count in ((container.get("resources") or {}).get("limits") or {}).items():
-                used = sum(
-                    int(c["resources"]["limits"].get(resource, 0))
-                    for other in self.world.pods_on(name)
-                    for c in other["spec"].get("containers") or []
-                    if (c.get("resources") or {}).get("limits")
-                )
-                if int(str(node["status"]["allocatable"].get(resource, "0"))) < used + int(count):
-                    return False
-        return True
+        return all(
+            tolerates(pod, taint)
+            for taint in spec.get("taints") or []
+            if taint.get("effect") in ("NoSchedule", "NoExecute")
+        )
 
 
 @dataclass

@@ -99,6 +99,14 @@ class Metrics:
     admissions: int = 0
     admitting_passes: int = 0
     transitions: set[tuple[str, str]] = field(default_factory=set)
+    #: Virtual slots: an admitted node takes the lowest free index, frees it when it leaves maintenance.
+    slots: dict[str, int] = field(default_factory=dict)
+    holders_per_slot: Counter[int] = field(default_factory=Counter)
+
+    @property
+    def waves(self) -> int:
+        """The most successive holders of one slot (ceil(nodes / budget) when nothing is lost)."""
+        return max(self.holders_per_slot.values(), default=0)
 
     def violate(self, invariant: str, text: str) -> None:
         self.violations[invariant] += 1
@@ -353,6 +361,8 @@ class World:
                 self.metrics.violate("I4", f"{name}: a touched node moved to {after}")
         if before not in SLOT_STATES and after in SLOT_STATES:
             self._admitted(name, new)
+        if before in SLOT_STATES and after not in SLOT_STATES:
+            self.metrics.slots.pop(name, None)
         if before != State.SMOKE_TESTING and after == State.SMOKE_TESTING:
             # Evidence: the layout mig-manager applied is the one the controller asked for.
             wanted = objects.labels(new).get(MIG_DESIRED_LABEL, "")
@@ -382,6 +392,10 @@ class World:
     def _admitted(self, name: str, node: dict[str, Any]) -> None:
         pool = self.pool_of(node)
         self.metrics.admissions += 1
+        taken = set(self.metrics.slots.values())
+        slot = next(index for index in range(len(taken) + 1) if index not in taken)
+        self.metrics.slots[name] = slot
+        self.metrics.holders_per_slot[slot] += 1
         if self.halted(pool):
             self.metrics.violate("I6", f"{name} entered maintenance while {pool} is halted")
         count = self.in_maintenance(pool)
@@ -563,6 +577,17 @@ class World:
         self.api.put("nodes", name, None)
         self.mig.restarted(name)
         self.add_node(name)
+
+    def stuck_without_reason(self) -> list[str]:
+        """Nodes that end neither done nor idle-without-work, and carry no reason."""
+        stuck = []
+        for name, node in sorted(self.api.store["nodes"].items()):
+            state = objects.labels(node).get(STATE_LABEL, "idle")
+            if state == State.DONE or (state == State.IDLE and not self.has_work(name)):
+                continue
+            if not objects.labels(node).get(REASON_LABEL):
+                stuck.append(name)
+        return stuck
 
     def kill_executor(self, name: str) -> None:
         """The executor pod is gone and does not come back (its node keeps running)."""
