@@ -44,7 +44,11 @@ class Executor:
         report = objects.json_annotation(node, REPORT_ANNOTATION)
         if not request.get("id") or request.get("step") not in {step.value for step in Step}:
             return True
-        if report.get("id") == request["id"] and report.get("outcome") in (Outcome.OK, Outcome.FAILED):
+        if report.get("id") == request["id"] and report.get("outcome") in (
+            Outcome.OK,
+            Outcome.FAILED,
+            Outcome.NOT_STARTED,
+        ):
             return True  # answered already
         answer = self.perform(request)
         if answer is None:
