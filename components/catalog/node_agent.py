@@ -191,6 +191,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition(State.EVICTING, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
     Transition(State.EVICTING, State.UNINSTALLING, "no GPU pod left: Lease marked touched, uninstall requested"),
     Transition(State.EVICTING, State.MIG_APPLYING, "no GPU pod left: mig.config set and mig.config.state cleared"),
+    Transition(State.EVICTING, State.MIG_RECOVERING, "no GPU pod left, mig.config already the target: the toggle"),
     Transition(State.EVICTING, State.FAILED, "eviction-timeout: uncordoned if it was schedulable, Lease deleted"),
     Transition(State.UNINSTALLING, State.VERIFYING, "the executor answered this uninstall request: done"),
     Transition(State.UNINSTALLING, State.EVICTING, "the executor found a GPU in use: nothing changed, evicting again"),

@@ -708,3 +708,14 @@ def test_reason_and_detail_are_on_the_node_for_operators() -> None:
     node = world.node("node-000")
     assert objects.labels(node)[REASON_LABEL] == Reason.UNINSTALL_FAILED
     assert "delete lease node-agent-" in objects.annotations_of(node)[DETAIL_ANNOTATION]
+
+
+@proves("I5")
+def test_a_layout_wedged_at_its_own_value_is_toggled_not_written_again() -> None:
+    world = World(nodes=1, flow="mig", start_layout="all-1g.10gb", leftover_state="pending")
+    world.hosts["node-000"].mig_layout = "all-disabled"  # the label says 1g.10gb; mig-manager never applied it
+    world.human_patch("node-000", {"status": {"allocatable": {"cpu": "64", "nvidia.com/gpu": "8"}}})
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].mig_layout == "all-1g.10gb"
+    assert world.mig.runs >= 2  # the toggle, then the layout

@@ -448,6 +448,12 @@ def _first_touch(view: NodeView, record: Record, work: Work, ctx: Context) -> li
         actions.append(_move(view, record, State.UNINSTALLING, "the executor runs nvidia-uninstall", request=request))
     else:
         target = view.labels.get(MIG_DESIRED_LABEL, "") or record.target
+        if view.labels.get(MIG_LABEL) == target:
+            # mig-manager acts on a change of the label's value: the same value again would be no request.
+            record = replace(record, since=now, target=target, toggled=True)
+            detail = f"nvidia.com/mig.config is {target} already but not in place: the one toggle"
+            actions.append(_write_mig(view, record, State.MIG_RECOVERING, MIG_TOGGLE_CONFIG, detail))
+            return actions
         record = replace(record, since=now, target=target, toggled=False)
         actions.append(_write_mig(view, record, State.MIG_APPLYING, target, f"nvidia.com/mig.config={target} written"))
     return actions
