@@ -719,3 +719,91 @@ def test_a_layout_wedged_at_its_own_value_is_toggled_not_written_again() -> None
     assert world.state("node-000") == State.DONE
     assert world.hosts["node-000"].mig_layout == "all-1g.10gb"
     assert world.mig.runs >= 2  # the toggle, then the layout
+
+
+@proves("I4", "I5")
+def test_a_reboot_in_the_middle_of_the_uninstall_resumes_from_the_host_record() -> None:
+    world = World(nodes=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.UNINSTALLING)
+    world.reboot("node-000")  # power cut: the executor dies with its step; the request is still there
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I5")
+def test_a_node_rebooted_by_someone_while_it_is_evicted_goes_on() -> None:
+    world = World(nodes=1, pods_per_node=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.EVICTING)
+    world.reboot("node-000")
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I5")
+def test_an_executor_restarted_mid_step_answers_the_request_once() -> None:
+    world = World(nodes=1)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.VERIFYING)
+    executor = world.executors.pop("node-000")
+    world.run(20.0)
+    world.executors["node-000"] = executor  # the DaemonSet's next pod
+    world._poll("node-000", 1.0)
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].uninstall_runs == 1
+
+
+@pytest.mark.parametrize("state", [State.MIG_APPLYING, State.SMOKE_TESTING])
+@proves("I1", "I3", "I5")
+def test_the_controller_restarted_during_a_mig_change_resumes(state: State) -> None:
+    world = World(nodes=2, flow="mig")
+    world.run(3600.0, until=lambda: world.state("node-000") == state)
+    world.restart_controller(down=60.0)
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I1", "I2")
+def test_dry_run_switched_on_mid_rollout_admits_nobody_new() -> None:
+    world = World(nodes=4, budget="1")
+    world.run(3600.0, until=lambda: world.state("node-000") == State.EVICTING)
+    world.set_settings(dry_run=True)
+    world.run(3 * 3600.0)
+    assert_sound(world)
+    assert world.metrics.admissions == 1
+    assert [world.state(n) for n in ("node-001", "node-002", "node-003")] != [State.DONE] * 3
+
+
+@pytest.mark.parametrize("kind", ["503", "timeout", "timeout-after"])
+@proves("I3", "I5")
+def test_evictions_that_fail_are_asked_again(kind: str) -> None:
+    world = World(nodes=1, pods_per_node=3)
+    failures = [kind] * 4
+
+    def hook(caller: str, method: str, argument: Any) -> str:
+        return failures.pop(0) if method == "evict" and failures else ""
+
+    world.faults.hook = hook
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I1")
+def test_unreadable_settings_change_nothing_until_they_are_back() -> None:
+    world = World(nodes=2)
+    settings = world.api.store["configmaps"].pop("gpu-platform-system/node-agent-settings")
+    world.run(1800.0)
+    assert world.metrics.admissions == 0 and set(world.states().values()) == {"idle"}
+    world.api.put("configmaps", "gpu-platform-system/node-agent-settings", settings)
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I1")
+def test_a_node_without_a_pool_label_is_never_admitted() -> None:
+    world = World(nodes=2)
+    world.human_patch("node-001", {"metadata": {"labels": {"gpu-platform.io/node-group": None}}})
+    world.run(3 * 3600.0)
+    assert_sound(world)
+    assert world.state("node-000") == State.DONE
+    assert world.state("node-001") in (State.IDLE, State.WAITING_SLOT)
+    assert world.hosts["node-001"].uninstall_runs == 0

@@ -36,6 +36,7 @@ from components.catalog.node_agent import (
     MIG_TOGGLE_CONFIG,
     OPERAND_DEPLOY_LABELS,
     PAUSED_FOR_MIG,
+    POOL_LABEL,
     REASON_LABEL,
     RECORD_ANNOTATION,
     REQUEST_ANNOTATION,
@@ -214,11 +215,12 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         pool = ctx.pool
         halted = bool(pool and pool.halted_by)
         reason = Reason.ROLLOUT_HALTED if halted else Reason.BUDGET_FULL
-        detail = (
-            f"waiting: the pool {view.pool} is halted by {', '.join(pool.halted_by)}"
-            if halted and pool
-            else f"waiting: {pool.budget if pool else 0} node(s) of the pool {view.pool} already in maintenance"
-        )
+        if not view.pool:
+            detail = f"waiting: no {POOL_LABEL} label, so no pool and no budget: never admitted"
+        elif halted and pool:
+            detail = f"waiting: the pool {view.pool} is halted by {', '.join(pool.halted_by)}"
+        else:
+            detail = f"waiting: {pool.budget if pool else 0} node(s) of the pool {view.pool} already in maintenance"
         if state != State.WAITING_SLOT or view.labels.get(REASON_LABEL) != reason:
             actions.append(
                 _move(
