@@ -34,7 +34,9 @@ RATES = (0.01, 0.1)
 def soak(job: tuple[float, int]) -> tuple[int, int, int, int, int, float, int]:
     """One seed: ``(waves, max_in_maintenance, violations, stuck, not_done, sim_minutes, faults)``."""
     rate, seed = job
-    world = World(nodes=NODES, flow="driver" if seed % 2 == 0 else "mig", budget=str(BUDGET), seed=seed, fault_rate=rate)
+    world = World(
+        nodes=NODES, flow="driver" if seed % 2 == 0 else "mig", budget=str(BUDGET), seed=seed, fault_rate=rate
+    )
     world.settle(limit=12 * 3600.0)
     metrics = world.metrics
     violations = sum(metrics.violations.values()) + len(world.api.forbidden)
