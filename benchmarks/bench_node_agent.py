@@ -1,136 +1,80 @@
-"""Fleet simulation of the node agent: 200 nodes, a budget of 10, some nodes failing.
+"""Soak of the node agent: the real controller and executors, 200 nodes, a budget of 10, faults at every call.
 
-The real state machine and executor of every node run against the fake Kubernetes API of the tests
-(in-process transport) with an accelerated clock; the other actors (the operator's driver, reboots,
-mig-manager, kubelet) behave as in the fault tests. One line per scenario:
+Each run is the simulated world of the fault tests (``tests/node_agent/sim``: an API server that answers 409
+to stale writes, deletes pods gracefully and blocks evictions with PDBs; mig-manager, the operator's driver,
+the device plugin, kubelet, the scheduler, ReplicaSets and reboots as their sources say) with every API call
+of the controller and the executors failing with probability ``p`` (503, a timeout before or after the write,
+a 409). Even seeds hand drivers over, odd seeds change MIG layouts. One line per fault rate:
 
-    rollout: nodes=200 budget=10 waves=<n> max_in_maintenance=<n> double_holds=<n> stuck_without_reason=<n> sim_seconds=<n>
+    rollout: nodes=200 budget=10 fault_rate=<p> seeds=50 waves=<median> max_in_maintenance=<n>
+             invariant_violations=<n> stuck_without_reason=<n>
 
-``waves`` is the largest number of successive holders of one slot Lease (a pool of N nodes with a budget
-of B needs ceil(N/B)); the target is that, +1 where a failure halts the rollout, with
-max_in_maintenance <= budget, double_holds = 0 and stuck_without_reason = 0. ``max_in_maintenance`` is
-the most nodes at once whose Node says they hold a slot (cordoned ... smoke-testing), a node whose agent
-died counted too.
+``waves``: the most successive holders of one slot (ceil(200/10) = 20 when no slot is lost);
+``max_in_maintenance``: the most nodes in maintenance at once over every seed (the budget: 10);
+``invariant_violations``: I1-I6 over every seed (0); ``stuck_without_reason``: nodes that end neither done nor
+with a reason, over every seed (0). A second line gives the simulated and the wall time.
 """
 
 from __future__ import annotations
 
-import math
+import os
+import statistics
 import sys
-from collections.abc import Callable
+import time
+from concurrent.futures import ProcessPoolExecutor
 
-from components.catalog.node_agent import State
-from components.node_agent.agent.machine import Install
-from tests.node_agent.harness import START, Cluster
+from tests.node_agent.sim.world import START, World
 
 NODES = 200
 BUDGET = 10
+SEEDS = int(os.environ.get("NODE_AGENT_SOAK_SEEDS", "50"))
+RATES = (0.01, 0.1)
 
 
-def _pool(flow: str = "driver") -> Cluster:
-    cluster = Cluster(count=NODES, budget=BUDGET, flow=flow, http=False)
-    for host in cluster.hosts.values():
-        host.uninstall_seconds = 0.0  # the uninstall is instant here; reboots and the driver take the time
-        host.modules_busy = True
-    return cluster
-
-
-def healthy() -> tuple[Cluster, int]:
-    return _pool(), 0
-
-
-def some_failing() -> tuple[Cluster, int]:
-    cluster = _pool()
-    for index in range(0, NODES, 40):  # five package-managed hosts: refused, never cordoned
-        cluster.hosts[f"node-{index:03d}"].install = Install.PACKAGE
-    for index in range(7, NODES, 50):  # four whose GPU pods a PDB protects forever: they fail untouched
-        cluster.store.pdb_blocked.add(("team", f"train-node-{index:03d}"))
-    return cluster, 0
-
-
-def failure_halts() -> tuple[Cluster, int]:
-    """One node's uninstall fails after it touched the node: the pool halts until the operator clears it."""
-    cluster = _pool()
-    cluster.hosts["node-055"].uninstall_rc = 1
-    return cluster, 1
-
-
-def holder_death() -> tuple[Cluster, int]:
-    """One holder dies before touching (reclaimed after the TTL), one after (halts until cleared)."""
-    cluster = _pool()
-    cluster.store.pdb_blocked.add(("team", "train-node-033"))  # keeps it in evicting, untouched, until killed
-    return cluster, 1
-
-
-def _operator(cluster: Cluster, scenario: str) -> Callable[[], None]:
-    """What an operator does in the scenario: clears a halted slot after an hour, as docs/node-agent.md says."""
-    halted_at: dict[str, float] = {}
-    killed: set[str] = set()
-
-    def act() -> None:
-        now = cluster.clock.now()
-        if scenario == "holder-death":
-            if not {"node-033", "node-033-restarted"} & killed and cluster.state("node-033") == State.EVICTING:
-                cluster.kill("node-033")
-                killed.add("node-033")
-                cluster.store.pdb_blocked.clear()
-            holders = {lease["spec"].get("holderIdentity") for lease in cluster.store.leases.values()}
-            if "node-033" in killed and "node-033" not in holders:
-                cluster.start("node-033")  # the DaemonSet's next pod, once its expired slot was reclaimed
-                killed.discard("node-033")
-                killed.add("node-033-restarted")
-            if not {"node-121", "node-121-restarted"} & killed and cluster.state("node-121") == State.VERIFYING:
-                cluster.kill("node-121")
-                killed.add("node-121")
-        for (namespace, name), lease in list(cluster.store.leases.items()):
-            notes = lease["metadata"].get("annotations") or {}
-            holder = lease["spec"].get("holderIdentity", "")
-            stale = holder in killed and "gpu-platform.io/node-agent.touched" in notes
-            if "gpu-platform.io/node-agent.failed" in notes or stale:
-                since = halted_at.setdefault(name, now)
-                if now - since >= 3600:
-                    del cluster.store.leases[(namespace, name)]  # kubectl -n NS delete lease NAME
-                    if holder in killed:
-                        cluster.start(holder)  # fixed and restarted by the operator
-                        killed.discard(holder)
-                        killed.add(f"{holder}-restarted")
-
-    return act
-
-
-def run(scenario: str, build: Callable[[], tuple[Cluster, int]]) -> bool:
-    cluster, halts = build()
-    operator = _operator(cluster, scenario)
-    for _ in range(20_000):
-        if cluster.settled() and not any(name for name in cluster.hosts if cluster.state(name) == State.WAITING_SLOT):
-            break
-        cluster.round()
-        operator()
-    waves = max((len(chain) for chain in cluster.holders.values()), default=0)
-    stuck = len(cluster.stuck_without_reason())
-    sim_seconds = int(cluster.clock.now() - START)
-    print(
-        f"rollout: nodes={NODES} budget={BUDGET} waves={waves} max_in_maintenance={cluster.stats.max_in_maintenance} "
-        f"double_holds={cluster.stats.double_holds} stuck_without_reason={stuck} sim_seconds={sim_seconds}"
+def soak(job: tuple[float, int]) -> tuple[int, int, int, int, int, float, int]:
+    """One seed: ``(waves, max_in_maintenance, violations, stuck, not_done, sim_minutes, faults)``."""
+    rate, seed = job
+    world = World(
+        nodes=NODES, flow="driver" if seed % 2 == 0 else "mig", budget=str(BUDGET), seed=seed, fault_rate=rate
     )
-    target = math.ceil(NODES / BUDGET) + halts
+    world.settle(limit=12 * 3600.0)
+    metrics = world.metrics
+    violations = sum(metrics.violations.values()) + len(world.api.forbidden)
+    not_done = sum(1 for state in world.states().values() if state != "done")
     return (
-        waves <= target
-        and cluster.stats.max_in_maintenance <= BUDGET
-        and cluster.stats.double_holds == 0
-        and stuck == 0
+        metrics.waves,
+        metrics.max_in_maintenance,
+        violations,
+        len(world.stuck_without_reason()),
+        not_done,
+        (world.t - START) / 60.0,
+        world.faults.injected,
     )
 
 
 def main() -> int:
-    scenarios = {
-        "healthy": healthy,
-        "some-failing": some_failing,
-        "failure-halts": failure_halts,
-        "holder-death": holder_death,
-    }
-    results = [run(name, build) for name, build in scenarios.items()]
-    return 0 if all(results) else 1
+    ok = True
+    workers = max(1, min(2, os.cpu_count() or 1))
+    for rate in RATES:
+        started = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(soak, [(rate, seed) for seed in range(SEEDS)]))
+        waves = int(statistics.median(r[0] for r in results))
+        most = max(r[1] for r in results)
+        violations = sum(r[2] for r in results)
+        stuck = sum(r[3] for r in results)
+        not_done = sum(r[4] for r in results)
+        print(
+            f"rollout: nodes={NODES} budget={BUDGET} fault_rate={rate} seeds={SEEDS} waves={waves} "
+            f"max_in_maintenance={most} invariant_violations={violations} stuck_without_reason={stuck}"
+        )
+        print(
+            f"rollout-detail: fault_rate={rate} faults_injected={sum(r[6] for r in results)} "
+            f"nodes_not_done={not_done} sim_minutes_median={statistics.median(r[5] for r in results):.0f} "
+            f"wall_seconds={time.perf_counter() - started:.0f}"
+        )
+        ok = ok and most <= BUDGET and violations == 0 and stuck == 0 and not_done == 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

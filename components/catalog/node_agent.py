@@ -1,11 +1,12 @@
-"""Names of the node agent: its states, transitions, failure reasons, labels, Leases and image.
+"""Names of the node agent: its states, transitions, reasons, the controller <-> executor protocol, its image.
 
-The node agent (``components/node_agent``) hands nodes with a preinstalled host driver over to the GPU
-Operator and moves ``nvidia.com/mig.config`` to the layout the program declares, a budget of nodes at a
-time. This module is the single place the Pulumi component, the agent itself (the ConfigMap ships this
-file next to the agent's code, so both read the same names), the docs' tables and the tests take those
-names from. Standard library only, and it imports nothing but ``components.catalog.names``, which the
-ConfigMap ships too.
+The node agent (``components/node_agent``) is two programs: a **rollout controller** (one leader-elected
+Deployment) that owns every cluster-side decision (the budget per pool, cordon, eviction, uncordon, halts,
+Events, Leases), and **node executors** (a DaemonSet) that do only what needs the host (inspect, uninstall,
+verify, reboot) when the controller asks, and report on their own node. This module is the single place the
+Pulumi component, both programs (the ConfigMap ships this file next to their code, so all read the same
+names), the docs' tables and the tests take those names from. Standard library only, and it imports nothing
+but ``components.catalog.names``, which the ConfigMap ships too.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ AGENT_IMAGE: Final = (
     "@sha256:032c52613401895aa3d418a4c563d2d05f993bc3ecc065c8f4e2280978acd249"
 )
 #: docker-library/python 3.12/slim-bookworm/Dockerfile sets no ``USER`` (it ends in ``CMD ["python3"]``),
-#: so the image runs as root; the DaemonSet still says ``runAsUser: 0`` so that no default changes it.
+#: so the image runs as root; the executors' DaemonSet still says ``runAsUser: 0`` so that no default changes it.
+#: The controller needs no root: it runs as :data:`CONTROLLER_USER`, with no privilege and a read-only root.
 AGENT_IMAGE_USER: Final = 0
+#: ``nobody`` in Debian's base-passwd (uid 65534): the controller's user.
+CONTROLLER_USER: Final = 65534
 #: The image is ``FROM debian:bookworm-slim``. ``nsenter`` is in Debian bookworm's ``util-linux`` and
 #: ``chroot`` in ``coreutils``, both ``Essential: yes`` packages, so both are in every bookworm image
 #: (packages.debian.org/bookworm/amd64/util-linux/filelist, .../coreutils/filelist).
@@ -40,32 +44,32 @@ AGENT_PYTHON: Final = "/usr/local/bin/python3"
 
 # -- states ------------------------------------------------------------------------------------------------
 class Flow(StrEnum):
-    """What the agent is doing to a node."""
+    """What the controller is doing to a node."""
 
     DRIVER_HANDOVER = "driver-handover"  #: host driver -> the GPU Operator's driver
     MIG_LAYOUT = "mig-layout"  #: nvidia.com/mig.config -> the desired layout
 
 
 class State(StrEnum):
-    """Values of :data:`STATE_LABEL`: where a node is in the agent's state machine."""
+    """Values of :data:`STATE_LABEL`, written only by the controller: where a node is in its rollout."""
 
-    IDLE = "idle"  #: nothing to do (or not opted in)
-    WAITING_SLOT = "waiting-slot"  #: work to do, waiting for a maintenance budget slot (see the reason)
-    CORDONED = "cordoned"  #: holds a slot, the node is cordoned
+    IDLE = "idle"  #: nothing to do (or not opted in, or the executor's inspection is awaited)
+    WAITING_SLOT = "waiting-slot"  #: work to do, waiting for room in the pool's budget (see the reason)
+    CORDONED = "cordoned"  #: holds a slot (its Lease exists) and is cordoned
     EVICTING = "evicting"  #: GPU pods are being evicted through the Eviction API
-    UNINSTALLING = "uninstalling"  #: nvidia-uninstall runs on the host (node touched)
-    REBOOTING = "rebooting"  #: one reboot was requested, guarded by the boot id (node touched)
-    VERIFYING = "verifying"  #: checks that no module and no driver file remains (node touched)
-    HANDING_OVER = "handing-over"  #: gpu.deploy.driver=true set; waiting for the operator's driver (touched)
-    MIG_APPLYING = "mig-applying"  #: nvidia.com/mig.config set; waiting for mig.config.state=success (touched)
-    MIG_RECOVERING = "mig-recovering"  #: the one toggle through all-disabled after pending/failed (touched)
+    UNINSTALLING = "uninstalling"  #: the executor was asked to run nvidia-uninstall (node touched)
+    REBOOTING = "rebooting"  #: the executor was asked for the one reboot, guarded by the boot id (touched)
+    VERIFYING = "verifying"  #: the executor checks that no module and no driver file remains (touched)
+    HANDING_OVER = "handing-over"  #: gpu.deploy.driver=true; waiting for the operator's driver pod (touched)
+    MIG_APPLYING = "mig-applying"  #: nvidia.com/mig.config set, its state cleared; waiting for mig-manager (touched)
+    MIG_RECOVERING = "mig-recovering"  #: the one toggle through all-disabled after failed/no answer (touched)
     SMOKE_TESTING = "smoke-testing"  #: one smoke pod per MIG resource the node should advertise (touched)
-    DONE = "done"  #: finished: uncordoned (if it was schedulable), slot released
-    REFUSED = "refused"  #: the agent would not act (see the reason); nothing was changed, not cordoned
-    FAILED = "failed"  #: see the reason; cordoned if the node was touched, with the slot kept
+    DONE = "done"  #: finished: uncordoned (if it was schedulable), Lease deleted
+    REFUSED = "refused"  #: the controller will not act (see the reason); nothing was changed, not cordoned
+    FAILED = "failed"  #: see the reason; a touched node stays cordoned and its Lease halts the pool
 
 
-#: States in which the node has been touched: the slot is never taken over, a failure keeps the node cordoned.
+#: States in which the node has been touched: it keeps its slot until done, a failure keeps it cordoned.
 TOUCHED_STATES: Final = frozenset(
     {
         State.UNINSTALLING,
@@ -79,7 +83,7 @@ TOUCHED_STATES: Final = frozenset(
 )
 #: States that hold a budget slot (the node counts as "in maintenance").
 SLOT_STATES: Final = frozenset({State.CORDONED, State.EVICTING, *TOUCHED_STATES})
-#: States in which the agent only watches (reset: see docs/node-agent.md).
+#: States in which the controller only watches (reset: see docs/node-agent.md).
 TERMINAL_STATES: Final = frozenset({State.IDLE, State.DONE, State.REFUSED, State.FAILED})
 
 
@@ -87,33 +91,37 @@ class Reason(StrEnum):
     """Values of :data:`REASON_LABEL`: short, label-safe, one per way a node can wait, be refused or fail."""
 
     # waiting
-    BUDGET_FULL = "budget-full"  #: maxUnavailable nodes of the pool are in maintenance
-    ROLLOUT_HALTED = "rollout-halted"  #: a touched node of the pool failed or stopped renewing its slot
+    BUDGET_FULL = "budget-full"  #: maxUnavailable of the pool's live nodes are in maintenance
+    ROLLOUT_HALTED = "rollout-halted"  #: a touched node of the pool failed or vanished: its Lease halts the pool
     EVICTION_BLOCKED = "eviction-blocked"  #: an eviction was refused (429: a PodDisruptionBudget); retrying
-    MIG_PENDING = "mig-pending"  #: mig-manager has not reported success yet
-    DRIVER_PENDING = "driver-pending"  #: the operator's driver is not ready on the node yet
+    GPU_DAEMONSET_POD = "gpu-daemonset-pod"  #: a DaemonSet pod asks for a GPU: evicted, it comes back; exclude it
+    GPU_IN_USE = "gpu-in-use"  #: the executor found a process on a GPU device: nothing changed, evicting again
+    MIG_PENDING = "mig-pending"  #: mig-manager has not answered this request yet (or allocatable differs)
+    DRIVER_PENDING = "driver-pending"  #: the operator's driver pod on the node is not Ready on the declared image
     REBOOT_PENDING = "reboot-pending"  #: allowReboot is false: /run/reboot-required written, waiting for a reboot
     # refused (nothing changed)
     PACKAGE_MANAGED = "package-managed"  #: dpkg/rpm owns the driver: not ours to remove
-    MIXED_INSTALL = "mixed-install"  #: .run traces and package-owned files: a human must look
-    UNKNOWN_INSTALL = "unknown-install"  #: driver files with neither .run traces nor a package owner
+    MIXED_INSTALL = "mixed-install"  #: .run install records and package-owned files: a human must look
+    UNKNOWN_INSTALL = "unknown-install"  #: driver files with neither a .run install record nor a package owner
     UNINSTALLER_MISSING = "uninstaller-missing"  #: .run install but no nvidia-uninstall on the host
     HOST_EXEC_FAILED = "host-exec-failed"  #: nsenter/chroot or dpkg -S/rpm -qf failed: the install kind is unknown
     DISK_FULL = "disk-full"  #: the host marker could not be written (no space): refusing to start
-    # failed before the node was touched (uncordoned if it was schedulable, slot released)
+    # failed before the node was touched (uncordoned if it was schedulable, Lease deleted)
     EVICTION_TIMEOUT = "eviction-timeout"  #: GPU pods did not leave within evictionTimeoutSeconds
-    # failed after the node was touched (stays cordoned, slot kept: the pool halts)
+    # failed after the node was touched (stays cordoned, its Lease halts the pool)
     UNINSTALL_FAILED = "uninstall-failed"  #: nvidia-uninstall exited non-zero or timed out
     FILES_REMAIN = "files-remain"  #: driver files still present after the uninstall
     MODULE_STUCK = "module-stuck"  #: the nvidia module is still loaded after the one allowed reboot
     REBOOT_NOT_PERFORMED = "reboot-not-performed"  #: same boot id after rebootTimeoutSeconds
-    DRIVER_NOT_READY = "driver-not-ready"  #: the operator's driver was not ready within driverReadyTimeoutSeconds
+    DRIVER_NOT_READY = "driver-not-ready"  #: no Ready operator driver pod within driverReadyTimeoutSeconds
     DRIVER_REAPPEARED = "driver-reappeared"  #: a host driver is installed again after hand-over (taken back)
-    MIG_FAILED = "mig-failed"  #: mig.config.state failed/pending again after the one toggle
-    MIG_TIMEOUT = "mig-timeout"  #: no mig.config.state=success within migTimeoutSeconds, after the toggle
+    MIG_FAILED = "mig-failed"  #: mig-manager reported failed again after the one toggle
+    MIG_TIMEOUT = "mig-timeout"  #: no answer from mig-manager within migTimeoutSeconds, after the toggle
     SMOKE_FAILED = "smoke-failed"  #: a smoke pod for a MIG resource failed or did not finish in time
-    NODE_DELETED = "node-deleted"  #: the Node object went away mid-flow (recorded in the host marker)
-    UNKNOWN_STATE = "unknown-state"  #: the state label holds a value this agent does not know
+    NODE_DELETED = "node-deleted"  #: the Node went away mid-flow (its Lease, keyed by the node UID, stays)
+    UNKNOWN_STATE = "unknown-state"  #: the state label holds a value this controller does not know
+    EXECUTOR_LOST = "executor-lost"  #: the node's executor did not answer a host step in time
+    HOST_STEP_FAILED = "host-step-failed"  #: the executor could not record the step on the host (disk full)
 
 
 #: Reasons that go with State.FAILED on a touched node: the pool's rollout halts on them.
@@ -130,6 +138,8 @@ TOUCHED_FAILURES: Final = frozenset(
         Reason.SMOKE_FAILED,
         Reason.NODE_DELETED,
         Reason.UNKNOWN_STATE,
+        Reason.EXECUTOR_LOST,
+        Reason.HOST_STEP_FAILED,
     }
 )
 REFUSALS: Final = frozenset(
@@ -147,6 +157,8 @@ WAIT_REASONS: Final = frozenset(
         Reason.BUDGET_FULL,
         Reason.ROLLOUT_HALTED,
         Reason.EVICTION_BLOCKED,
+        Reason.GPU_DAEMONSET_POD,
+        Reason.GPU_IN_USE,
         Reason.MIG_PENDING,
         Reason.DRIVER_PENDING,
         Reason.REBOOT_PENDING,
@@ -156,117 +168,199 @@ WAIT_REASONS: Final = frozenset(
 
 @dataclass(frozen=True)
 class Transition:
-    """One edge of the state machine, as the docs list it."""
+    """One edge of the controller's state machine, as the docs list it."""
 
     source: State
     target: State
     when: str
 
 
-#: Every transition the machine makes (the fault tests check every move they see against this list).
+#: Every transition the controller makes (the fault tests check every move they see against this list).
 TRANSITIONS: Final[tuple[Transition, ...]] = (
-    Transition(State.IDLE, State.WAITING_SLOT, "work to do: a host driver to hand over, or a MIG layout to apply"),
-    Transition(State.IDLE, State.REFUSED, "the host driver cannot be removed safely (a refusal reason)"),
+    Transition(
+        State.IDLE, State.WAITING_SLOT, "work to do: the executor reported a .run driver, or a MIG layout differs"
+    ),
+    Transition(State.IDLE, State.CORDONED, "work to do and room in the budget: Lease created, cordoned in one write"),
+    Transition(State.IDLE, State.REFUSED, "the executor's inspection refuses (a refusal reason)"),
     Transition(State.IDLE, State.DONE, "MIG layout already in place on a new node: the taint is removed"),
-    Transition(State.WAITING_SLOT, State.CORDONED, "a budget slot taken; the node is cordoned"),
-    Transition(State.WAITING_SLOT, State.REFUSED, "the host marker cannot be written (disk full)"),
+    Transition(State.WAITING_SLOT, State.CORDONED, "its Lease created within the budget; cordoned in one write"),
     Transition(State.WAITING_SLOT, State.IDLE, "the work went away (driver gone, desired layout reached)"),
-    Transition(State.CORDONED, State.WAITING_SLOT, "the slot expired and was taken before touching: uncordoned"),
-    Transition(State.EVICTING, State.WAITING_SLOT, "the slot expired and was taken before touching: uncordoned"),
+    Transition(State.WAITING_SLOT, State.REFUSED, "a new inspection refuses"),
     Transition(State.CORDONED, State.EVICTING, "eviction of the node's GPU pods starts"),
-    Transition(State.EVICTING, State.UNINSTALLING, "no GPU pod left (driver hand-over)"),
-    Transition(State.EVICTING, State.MIG_APPLYING, "no GPU pod left (MIG layout): nvidia.com/mig.config set"),
-    Transition(State.EVICTING, State.FAILED, "eviction-timeout: uncordoned if it was schedulable, slot released"),
-    Transition(State.UNINSTALLING, State.VERIFYING, "nvidia-uninstall exited 0"),
-    Transition(State.UNINSTALLING, State.FAILED, "uninstall-failed"),
+    Transition(State.CORDONED, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
+    Transition(State.EVICTING, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
+    Transition(State.EVICTING, State.UNINSTALLING, "no GPU pod left: Lease marked touched, uninstall requested"),
+    Transition(State.EVICTING, State.MIG_APPLYING, "no GPU pod left: mig.config set and mig.config.state cleared"),
+    Transition(State.EVICTING, State.MIG_RECOVERING, "no GPU pod left, mig.config already the target: the toggle"),
+    Transition(State.EVICTING, State.FAILED, "eviction-timeout: uncordoned if it was schedulable, Lease deleted"),
+    Transition(State.UNINSTALLING, State.VERIFYING, "the executor answered this uninstall request: done"),
+    Transition(State.UNINSTALLING, State.EVICTING, "the executor found a GPU in use: nothing changed, evicting again"),
+    Transition(State.UNINSTALLING, State.FAILED, "uninstall-failed, host-step-failed or executor-lost"),
     Transition(State.VERIFYING, State.REBOOTING, "the module is still loaded: the one reboot"),
     Transition(State.VERIFYING, State.HANDING_OVER, "no module, no file: nvidia.com/gpu.deploy.driver=true"),
     Transition(State.VERIFYING, State.FAILED, "files-remain, or module-stuck after the reboot"),
-    Transition(State.REBOOTING, State.VERIFYING, "a new boot id"),
-    Transition(State.REBOOTING, State.FAILED, "reboot-not-performed: the same boot id after the timeout"),
-    Transition(State.HANDING_OVER, State.DONE, "the operator's driver is ready; uncordoned, slot released"),
-    Transition(State.HANDING_OVER, State.MIG_APPLYING, "ready, and the MIG layout is not in place yet"),
+    Transition(State.REBOOTING, State.VERIFYING, "the executor reported a new boot id"),
+    Transition(State.REBOOTING, State.FAILED, "reboot-not-performed: no new boot id within the timeout"),
+    Transition(State.HANDING_OVER, State.DONE, "the operator's driver pod is Ready on the declared image"),
     Transition(State.HANDING_OVER, State.FAILED, "driver-not-ready"),
-    Transition(State.MIG_APPLYING, State.SMOKE_TESTING, "nvidia.com/mig.config.state=success"),
-    Transition(State.MIG_APPLYING, State.MIG_RECOVERING, "failed, or pending past the timeout: the one toggle"),
+    Transition(State.MIG_APPLYING, State.SMOKE_TESTING, "mig-manager answered success and allocatable matches"),
+    Transition(State.MIG_APPLYING, State.MIG_RECOVERING, "failed, or no answer in time: the one toggle"),
     Transition(State.MIG_APPLYING, State.FAILED, "mig-failed or mig-timeout after the toggle"),
-    Transition(State.MIG_RECOVERING, State.MIG_APPLYING, "all-disabled applied: the desired config is set again"),
-    Transition(State.MIG_RECOVERING, State.FAILED, "mig-failed: the toggle itself did not apply"),
-    Transition(State.SMOKE_TESTING, State.DONE, "every smoke pod succeeded; uncordoned, taint removed, released"),
+    Transition(State.MIG_RECOVERING, State.MIG_APPLYING, "all-disabled applied: the desired config set again"),
+    Transition(State.MIG_RECOVERING, State.FAILED, "mig-failed or mig-timeout: the toggle itself did not apply"),
+    Transition(State.SMOKE_TESTING, State.DONE, "every smoke pod succeeded; uncordoned, taint removed, Lease deleted"),
     Transition(State.SMOKE_TESTING, State.FAILED, "smoke-failed"),
     Transition(State.DONE, State.WAITING_SLOT, "a new desired MIG layout"),
-    Transition(State.DONE, State.FAILED, "driver-reappeared: nvidia.com/gpu.deploy.driver=false, cordoned"),
+    Transition(State.DONE, State.CORDONED, "a new desired MIG layout, and room in the budget"),
+    Transition(State.DONE, State.FAILED, "driver-reappeared: gpu.deploy.driver=false, cordoned, the pool halts"),
     Transition(State.REFUSED, State.WAITING_SLOT, "the refusal no longer holds (e.g. space freed)"),
+    Transition(State.REFUSED, State.IDLE, "the work went away"),
+    Transition(State.REFUSED, State.CORDONED, "the refusal no longer holds, and room in the budget"),
 )
 #: Failures reachable from every touched state, not listed above one by one.
-ANY_STATE_FAILURES: Final = (Reason.NODE_DELETED, Reason.UNKNOWN_STATE)
+ANY_STATE_FAILURES: Final = (Reason.NODE_DELETED, Reason.UNKNOWN_STATE, Reason.EXECUTOR_LOST)
+
+
+class Step(StrEnum):
+    """Host steps the controller asks an executor for (the ``step`` of :data:`REQUEST_ANNOTATION`)."""
+
+    INSPECT = "inspect"  #: report the install kind, modules, driver files, boot id (changes nothing)
+    UNINSTALL = "uninstall"  #: stop the GPU services, unload the modules, run nvidia-uninstall
+    VERIFY = "verify"  #: report whether a module or a driver file remains
+    REBOOT = "reboot"  #: the one reboot (or the kured sentinel); answered with the new boot id
+
+
+class Outcome(StrEnum):
+    """The ``outcome`` of :data:`REPORT_ANNOTATION`."""
+
+    OK = "ok"  #: the step is done; ``facts`` holds what the executor saw
+    FAILED = "failed"  #: the step failed; ``reason`` is a :class:`Reason`
+    RUNNING = "running"  #: the step is under way (a reboot waiting for kured: reason reboot-pending)
+    NOT_STARTED = "not-started"  #: the executor refused to start (a GPU in use): nothing changed
+
 
 # -- node labels and annotations -----------------------------------------------------------------------
-#: The state label, value from :class:`State`; ``kubectl get nodes -L`` shows it.
+#: The state label, value from :class:`State`; ``kubectl get nodes -L`` shows it. Written by the controller.
 STATE_LABEL: Final = f"{AGENT_PREFIX}state"
 #: The reason label, value from :class:`Reason`; absent when there is none.
 REASON_LABEL: Final = f"{AGENT_PREFIX}reason"
 #: The flow label, value from :class:`Flow`.
 FLOW_LABEL: Final = f"{AGENT_PREFIX}flow"
-#: What the program wants nvidia.com/mig.config to be; the agent moves the real label to it.
+#: What the program wants nvidia.com/mig.config to be; the controller moves the real label to it.
 MIG_DESIRED_LABEL: Final = f"{AGENT_PREFIX}mig-desired-config"
-#: The agent's record (JSON): attempt, initial unschedulable, boot id at reboot, step start, toggled...
+#: The controller's durable intent (JSON): node UID, flow, attempt, whether the node was schedulable before
+#: the controller cordoned it (recorded in the same write as the cordon), step start, toggle used.
 RECORD_ANNOTATION: Final = f"{AGENT_PREFIX}record"
-#: The last human-readable message: what happened, what to do next.
+#: The last human-readable message: what happens, what to do next.
 DETAIL_ANNOTATION: Final = f"{AGENT_PREFIX}detail"
-#: New nodes of a MIG pool start with this taint; the agent removes it once the layout is in place.
+#: The controller's request to the node's executor (JSON ``{"id", "step"}``); ``id`` is new for every request.
+REQUEST_ANNOTATION: Final = f"{AGENT_PREFIX}request"
+#: The executor's report (JSON ``{"id", "step", "outcome", "reason", "detail", "facts"}``), written only by the
+#: executor of this node: a report answers a request only when its ``id`` is the request's.
+REPORT_ANNOTATION: Final = f"{AGENT_PREFIX}report"
+#: New nodes of a MIG pool start with this taint; the controller removes it once the layout is in place.
 MIG_PENDING_TAINT_KEY: Final = f"{AGENT_PREFIX}mig-layout-pending"
 MIG_PENDING_TAINT_EFFECT: Final = "NoSchedule"
 
-#: Labels the agent reads and writes besides its own.
+#: Labels the controller reads and writes besides its own.
 MIG_LABEL: Final = MIG_CONFIG_LABEL
 MIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
 MIG_TOGGLE_CONFIG: Final = "all-disabled"
+#: The values mig-manager writes in :data:`MIG_STATE_LABEL` (mig-parted v0.15.0
+#: pkg/mig/reconfigure/reconfigure.go: ``setNodeLabel(migConfigStateLabel, "pending"|"rebooting")``,
+#: ``setState(migStateSuccess|migStateFailed)``). It writes none of them when the label changes: only after its
+#: own ``kubectl get`` and ``nvidia-mig-parted assert`` calls, so a value present right after a change is old.
+MIG_STATE_SUCCESS: Final = "success"
+MIG_STATE_FAILED: Final = "failed"
+MIG_STATE_PENDING: Final = "pending"
+MIG_STATE_REBOOTING: Final = "rebooting"
+#: The operand labels mig-manager sets to ``paused-for-mig-change`` before a change and back to ``true`` after
+#: (reconfigure.go ``shutdownKubernetesGPUClients`` / ``restartKubernetesGPUClients``). Its package variable
+#: ``NoRestartK8sDaemonsetsOnExit`` is set by the first success and never reset, so a later failure in the same
+#: pod leaves them paused: the controller restores them once mig-manager has answered.
+OPERAND_DEPLOY_LABELS: Final = (
+    "nvidia.com/gpu.deploy.device-plugin",
+    "nvidia.com/gpu.deploy.gpu-feature-discovery",
+    "nvidia.com/gpu.deploy.dcgm-exporter",
+    "nvidia.com/gpu.deploy.dcgm",
+    "nvidia.com/gpu.deploy.nvsm",
+)
+PAUSED_FOR_MIG: Final = "paused-for-mig-change"
 GPU_DEPLOY_DRIVER_LABEL: Final = "nvidia.com/gpu.deploy.driver"
-#: What the operator's driver manager writes when it finds a host driver; the agent writes "false" when a host
-#: driver reappears after hand-over, so the operator's driver never runs beside it.
+#: What the operator's driver manager writes when it finds a host driver; the controller writes "false" when a
+#: host driver reappears after hand-over, so the operator's driver never runs beside it.
 DEPLOY_DRIVER_PRE_INSTALLED: Final = "pre-installed"
-#: Every label key the agent may change (the admission policy allows exactly these, and its own prefix).
-WRITABLE_LABELS: Final = (STATE_LABEL, REASON_LABEL, FLOW_LABEL, MIG_LABEL, GPU_DEPLOY_DRIVER_LABEL)
-WRITABLE_ANNOTATIONS: Final = (RECORD_ANNOTATION, DETAIL_ANNOTATION)
+#: The operator's driver pods (gpu-operator v26.7.0 assets/state-driver/0500_daemonset.yaml: label
+#: ``app: nvidia-driver-daemonset``, main container ``nvidia-driver-ctr``).
+DRIVER_POD_LABEL: Final = ("app", "nvidia-driver-daemonset")
+DRIVER_CONTAINER: Final = "nvidia-driver-ctr"
+#: Every label key the controller may change on a Node (its admission policy allows exactly these).
+CONTROLLER_LABELS: Final = (
+    STATE_LABEL,
+    REASON_LABEL,
+    FLOW_LABEL,
+    MIG_LABEL,
+    MIG_STATE_LABEL,
+    GPU_DEPLOY_DRIVER_LABEL,
+    *OPERAND_DEPLOY_LABELS,
+)
+#: Every annotation key the controller may change on a Node.
+CONTROLLER_ANNOTATIONS: Final = (RECORD_ANNOTATION, DETAIL_ANNOTATION, REQUEST_ANNOTATION)
+#: The one annotation an executor may change, on its own Node only.
+EXECUTOR_ANNOTATIONS: Final = (REPORT_ANNOTATION,)
+#: Label of the controller's smoke pods.
+SMOKE_LABEL: Final = f"{AGENT_PREFIX}smoke"
+#: The Kubernetes taint a cordon implies; the smoke pods tolerate it (kubelet admits a pod with ``nodeName``).
+UNSCHEDULABLE_TAINT: Final = "node.kubernetes.io/unschedulable"
 
-# -- the maintenance budget ---------------------------------------------------------------------------------
-#: Slot Leases are named ``node-agent-<pool>-<i>`` for i < the pool's budget, in the agent's namespace.
-SLOT_LEASE_PREFIX: Final = "node-agent-"
-#: Lease label naming the pool (so ``kubectl get leases -l`` lists one pool's slots).
+# -- Leases: one per node in maintenance, named by the node's UID ------------------------------------------
+#: ``node-agent-<node uid>``: created before the node is cordoned, marked touched before the first host step,
+#: marked failed (a halt) before a touched node is failed; deleted when the node is done. Keyed by UID, so a
+#: node recreated under the same name never inherits it, and a vanished node's Lease keeps the pool halted.
+NODE_LEASE_PREFIX: Final = "node-agent-"
+#: The controller's leader-election Lease.
+CONTROLLER_LEASE: Final = "node-agent-controller"
+#: Lease label naming the pool (so ``kubectl get leases -l`` lists one pool's Leases).
 LEASE_POOL_LABEL: Final = f"{AGENT_PREFIX}pool"
-#: Lease annotation set once the holder touched its node: such a Lease is never taken over.
+#: Lease annotation: the node's name when the Lease was created.
+LEASE_NODE_ANNOTATION: Final = f"{AGENT_PREFIX}node"
+#: Lease annotation set before the controller first changes the node's host or MIG layout.
 LEASE_TOUCHED_ANNOTATION: Final = f"{AGENT_PREFIX}touched"
-#: Lease annotation set by a holder that failed after touching: the pool halts at once.
+#: Lease annotation naming the reason a touched node failed: the pool halts until an operator deletes the Lease.
 LEASE_FAILED_ANNOTATION: Final = f"{AGENT_PREFIX}failed"
 #: Node label naming the node's pool (set by the program: node group / bare-metal pool).
 POOL_LABEL: Final = f"{PREFIX}node-group"
 
 
-def slot_lease_name(pool: str, index: int) -> str:
-    """The name of slot ``index`` of ``pool``."""
-    return f"{SLOT_LEASE_PREFIX}{pool}-{index}"
+def node_lease_name(uid: str) -> str:
+    """The Lease of the node with ``uid``."""
+    return f"{NODE_LEASE_PREFIX}{uid}"
 
 
-def clear_command(namespace: str, pool: str, index: int) -> str:
-    """The documented command an operator runs, after fixing the node, to release a halted slot."""
-    return f"kubectl -n {namespace} delete lease {slot_lease_name(pool, index)}"
+def clear_command(namespace: str, uid: str) -> str:
+    """The documented command an operator runs, after fixing the node, to end the halt its Lease holds."""
+    return f"kubectl -n {namespace} delete lease {node_lease_name(uid)}"
 
 
 # -- the host ----------------------------------------------------------------------------------------------
-#: Survives reboots: JSON with the state, flow, attempt and boot id (a copy of the node's record).
+#: Survives reboots: the executor's last request id, and the boot id when it asked for the reboot.
 HOST_MARKER_FILE: Final = "/var/lib/gpu-platform/node-agent/state.json"
 #: kured's sentinel, written instead of rebooting when allowReboot is false.
 HOST_REBOOT_SENTINEL: Final = "/run/reboot-required"
-#: Written by the operator's validator; ``IS_HOST_DRIVER=false`` means the containerised driver is ready.
-HOST_DRIVER_READY_FILE: Final = "/run/nvidia/validations/driver-ready"
-#: The files whose presence means a host driver (checked again after the uninstall).
+#: The files whose presence means a host driver (checked again after the uninstall). The operator's driver
+#: container installs under its own root (``/run/nvidia/driver`` on the host), never these paths.
 HOST_DRIVER_FILES: Final = (
     "/usr/bin/nvidia-smi",
     "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
     "/usr/lib64/libnvidia-ml.so.1",
 )
-#: The .run installer's log; its presence means a .run install.
+#: The .run installer's own record of what it installed: ``init_backup`` creates it and ``do_uninstall``
+#: removes the whole directory (NVIDIA/nvidia-installer backup.c: ``BACKUP_DIRECTORY "/var/lib/nvidia"``,
+#: ``BACKUP_LOG BACKUP_DIRECTORY "/log"``). Its presence means a .run install; nvidia-uninstall removes it.
+HOST_RUN_BACKUP_LOG: Final = "/var/lib/nvidia/log"
+#: NOT evidence of a .run install: nvidia-uninstall leaves it (it logs to ``/var/log/nvidia-uninstall.log``,
+#: nvidia-installer.h ``DEFAULT_UNINSTALL_LOG_FILE_NAME``), and the operator's driver container mounts the
+#: host's ``/var/log`` (0500_daemonset.yaml volume ``var-log``) and writes it again.
 HOST_RUN_INSTALL_LOG: Final = "/var/log/nvidia-installer.log"
 HOST_UNINSTALLER: Final = "/usr/bin/nvidia-uninstall"
 NVIDIA_MODULES: Final = ("nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia_peermem", "nvidia")
@@ -276,7 +370,12 @@ NVIDIA_MODULES: Final = ("nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia_p
 EVENT_NAMESPACE: Final = "default"
 EVENT_SOURCE: Final = "gpu-platform-node-agent"
 
-# -- settings the component renders as env -----------------------------------------------------------------
+# -- settings ----------------------------------------------------------------------------------------------
+#: The controller reads its settings from this ConfigMap at every reconcile (a change reaches a running rollout).
+SETTINGS_CONFIG_MAP: Final = "node-agent-settings"
+SETTINGS_KEY: Final = "settings.json"
 ENV_NODE_NAME: Final = "NODE_NAME"
 ENV_NAMESPACE: Final = "AGENT_NAMESPACE"
-ENV_SETTINGS: Final = "AGENT_SETTINGS"  #: JSON of :class:`components.node_agent.agent.settings.Settings`
+ENV_POD_NAME: Final = "POD_NAME"
+ENV_ALLOW_REBOOT: Final = "ALLOW_REBOOT"
+ENV_UNINSTALL_TIMEOUT: Final = "UNINSTALL_TIMEOUT_SECONDS"

@@ -1,10 +1,12 @@
-"""The NodeAgent ComponentResource: the agent's code in a ConfigMap, run by a DaemonSet on the GPU nodes.
+"""The NodeAgent ComponentResource: the rollout controller (a Deployment) and the node executors (a DaemonSet).
 
-The agent (``components/node_agent/agent``, standard library only) runs on the pinned official Python
-image (``AGENT_IMAGE`` in the catalog) as root, privileged, with ``hostPID`` and the host's ``/`` at
-``/host``: it must chroot, nsenter and run the uninstaller. RBAC is least privilege (nodes get/patch,
-pods list, evictions, Leases and smoke pods in its namespace, Events in ``default``), and two
-ValidatingAdmissionPolicies narrow it further with the node name the bound token carries.
+Both run standard-library Python shipped in the ``node-agent-code`` ConfigMap on the pinned official Python
+image (``AGENT_IMAGE`` in the catalog): nothing to build, works air-gapped. The **controller** owns every
+cluster-side decision (budget, cordon, eviction, uncordon, halts, Events, Leases); it runs unprivileged as
+``nobody`` with a read-only root and reads its settings from the ``node-agent-settings`` ConfigMap at every
+reconcile. The **executors** run as root, privileged, with ``hostPID`` and the host's ``/`` at ``/host`` (they
+chroot, nsenter and run the uninstaller) and may change only their own Node's report annotation. RBAC is least
+privilege per ServiceAccount, and three ValidatingAdmissionPolicies narrow it further.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,23 +23,42 @@ from components.catalog import node_agent as names
 from components.catalog.names import GPU_NODE_LABEL, NODE_AGENT_TYPE, PSA_PRIVILEGED
 from components.node_agent.admission import admission_policies
 from components.node_agent.config import NodeAgentConfig
-from components.node_agent.rbac import CLUSTER_RULES, EVENT_RULES, NAMESPACE_RULES, PolicyRule
+from components.node_agent.rbac import (
+    CONTROLLER_CLUSTER_RULES,
+    CONTROLLER_EVENT_RULES,
+    CONTROLLER_NAMESPACE_RULES,
+    CONTROLLER_OPERATOR_RULES,
+    EXECUTOR_CLUSTER_RULES,
+    PolicyRule,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-#: What the ConfigMap ships: the agent and the two pure catalog modules it reads its names from.
+#: What the code ConfigMap ships: both programs and the two pure catalog modules they read their names from.
 AGENT_FILES: tuple[str, ...] = (
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
     "components/node_agent/agent/__init__.py",
-    "components/node_agent/agent/executor.py",
-    "components/node_agent/agent/host.py",
+    "components/node_agent/agent/controller/__init__.py",
+    "components/node_agent/agent/controller/actions.py",
+    "components/node_agent/agent/controller/decide.py",
+    "components/node_agent/agent/controller/main.py",
+    "components/node_agent/agent/controller/reconcile.py",
+    "components/node_agent/agent/controller/view.py",
+    "components/node_agent/agent/controller/work.py",
+    "components/node_agent/agent/executor/__init__.py",
+    "components/node_agent/agent/executor/host.py",
+    "components/node_agent/agent/executor/main.py",
+    "components/node_agent/agent/executor/run.py",
     "components/node_agent/agent/kube.py",
-    "components/node_agent/agent/machine.py",
-    "components/node_agent/agent/main.py",
+    "components/node_agent/agent/objects.py",
+    "components/node_agent/agent/settings.py",
 )
-ACCOUNT = "node-agent"
-APP_LABEL = {"app.kubernetes.io/name": "node-agent", "app.kubernetes.io/managed-by": "gpu-platform"}
+CONTROLLER = "node-agent-controller"
+EXECUTOR = "node-agent-executor"
+CONTROLLER_LABEL = {"app.kubernetes.io/name": CONTROLLER, "app.kubernetes.io/managed-by": "gpu-platform"}
+EXECUTOR_LABEL = {"app.kubernetes.io/name": EXECUTOR, "app.kubernetes.io/managed-by": "gpu-platform"}
 AGENT_DIR = "/agent"
+CODE_CONFIG_MAP = "node-agent-code"
 
 
 def config_map_key(path: str) -> str:
@@ -50,44 +72,75 @@ def agent_sources() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class NodeAgentArgs:
-    """Inputs: tuning, the budget of each pool (by its node-group label), and the MIG resources to smoke-test
-    (by node group, or by node name for a bare-metal node)."""
+    """Inputs: tuning, each pool's budget at its full size (for the outputs; the controller counts live nodes),
+    and the MIG resources a node should advertise (by node group, or by node name for a bare-metal node)."""
 
     config: NodeAgentConfig
     pool_budgets: dict[str, int]
-    mig_resources: dict[str, list[str]]
+    mig_resources: dict[str, Any]
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    operator_namespace: str = "gpu-operator"
 
 
-def agent_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
-    """The agent's ``Settings`` as JSON (``machine.Settings.from_json`` reads exactly these keys)."""
+def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
+    """The controller's settings as JSON (``Settings.from_json`` reads exactly these keys)."""
+    resources: dict[str, Any] = {}
+    for pool, value in sorted(args.mig_resources.items()):
+        resources[pool] = dict(sorted(value.items())) if isinstance(value, dict) else sorted(value)
     settings = {
-        "pool_budgets": dict(sorted(args.pool_budgets.items())),
-        "mig_resources": {pool: sorted(res) for pool, res in sorted(args.mig_resources.items())},
+        "max_unavailable": str(config.max_unavailable),
+        "mig_layout": config.mig_layout,
         "dry_run": config.dry_run,
-        "allow_reboot": config.allow_reboot,
         "eviction_timeout_seconds": config.eviction_timeout_seconds,
         "reboot_timeout_seconds": config.reboot_timeout_seconds,
         "driver_ready_timeout_seconds": config.driver_ready_timeout_seconds,
         "mig_timeout_seconds": config.mig_timeout_seconds,
         "smoke_timeout_seconds": config.smoke_timeout_seconds,
         "uninstall_timeout_seconds": config.uninstall_timeout_seconds,
-        "lease_ttl_seconds": config.lease_ttl_seconds,
+        "operator_namespace": args.operator_namespace,
+        "mig_resources": resources,
     }
     return json.dumps(settings, sort_keys=True)
 
 
 def _rules(rules: tuple[PolicyRule, ...]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
     return [
-        k8s.rbac.v1.PolicyRuleArgs(api_groups=list(r.api_groups), resources=list(r.resources), verbs=list(r.verbs))
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=list(r.api_groups),
+            resources=list(r.resources),
+            verbs=list(r.verbs),
+            resource_names=list(r.resource_names) or None,
+        )
         for r in rules
     ]
 
 
-class NodeAgent(pulumi.ComponentResource):
-    """Namespace, ServiceAccount, RBAC, admission policies, the code ConfigMap and the DaemonSet."""
+def _downward(items: dict[str, str]) -> list[k8s.core.v1.EnvVarArgs]:
+    return [
+        k8s.core.v1.EnvVarArgs(
+            name=key,
+            value_from=k8s.core.v1.EnvVarSourceArgs(field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path=path)),
+        )
+        for key, path in sorted(items.items())
+    ]
 
+
+def _code_volume() -> k8s.core.v1.VolumeArgs:
+    return k8s.core.v1.VolumeArgs(
+        name="code",
+        config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
+            name=CODE_CONFIG_MAP,
+            default_mode=0o444,
+            items=[k8s.core.v1.KeyToPathArgs(key=config_map_key(path), path=path) for path in AGENT_FILES],
+        ),
+    )
+
+
+class NodeAgent(pulumi.ComponentResource):
+    """Namespace, two ServiceAccounts and their RBAC, admission policies, code and settings, controller, executors."""
+
+    controller: k8s.apps.v1.Deployment
     daemon_set: k8s.apps.v1.DaemonSet
     pool_budgets: dict[str, int]
 
@@ -99,53 +152,34 @@ class NodeAgent(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels={**PSA_PRIVILEGED, **APP_LABEL}),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels={**PSA_PRIVILEGED, **EXECUTOR_LABEL}),
             opts=child,
         )
         in_ns = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
-        account = k8s.core.v1.ServiceAccount(
-            f"{name}-account", metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=ns), opts=in_ns
-        )
-        subject = k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=ACCOUNT, namespace=ns)
-        role_ref = k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=ACCOUNT)
-        cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-cluster-role",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"gpu-platform-{ACCOUNT}", labels=APP_LABEL),
-            rules=_rules(CLUSTER_RULES),
-            opts=child,
-        )
-        k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-cluster-role-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"gpu-platform-{ACCOUNT}", labels=APP_LABEL),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group=role_ref.api_group, kind="ClusterRole", name=f"gpu-platform-{ACCOUNT}"
-            ),
-            subjects=[subject],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[cluster_role])),
-        )
-        for role_name, role_ns, rules in (("agent", ns, NAMESPACE_RULES), ("events", "default", EVENT_RULES)):
-            role = k8s.rbac.v1.Role(
-                f"{name}-{role_name}-role",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{ACCOUNT}-{role_name}", namespace=role_ns),
-                rules=_rules(rules),
-                opts=in_ns,
+        accounts = {
+            role: k8s.core.v1.ServiceAccount(
+                f"{name}-{role}-account", metadata=k8s.meta.v1.ObjectMetaArgs(name=account, namespace=ns), opts=in_ns
             )
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-{role_name}-role-binding",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{ACCOUNT}-{role_name}", namespace=role_ns),
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    api_group="rbac.authorization.k8s.io", kind="Role", name=f"{ACCOUNT}-{role_name}"
-                ),
-                subjects=[subject],
-                opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[role])),
-            )
-        policies: list[pulumi.Resource] = []
-        for policy_name, policy, binding in admission_policies(ns, ACCOUNT):
+            for role, account in (("controller", CONTROLLER), ("executor", EXECUTOR))
+        }
+        grants: list[pulumi.Resource] = []
+        for role, account, rules in (
+            ("controller", CONTROLLER, CONTROLLER_CLUSTER_RULES),
+            ("executor", EXECUTOR, EXECUTOR_CLUSTER_RULES),
+        ):
+            grants += self._cluster_role(name, role, account, ns, rules, child)
+        for role, role_ns, rules in (
+            ("controller", ns, CONTROLLER_NAMESPACE_RULES),
+            ("events", "default", CONTROLLER_EVENT_RULES),
+            ("operator", args.operator_namespace, CONTROLLER_OPERATOR_RULES),
+        ):
+            grants += self._role(name, role, role_ns, ns, rules, in_ns)
+        for policy_name, policy, binding in admission_policies(ns, CONTROLLER, EXECUTOR):
             created = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-{policy_name}-policy", metadata=policy["metadata"], spec=policy["spec"], opts=child
             )
-            policies.append(created)
-            policies.append(
+            grants.append(created)
+            grants.append(
                 k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
                     f"{name}-{policy_name}-binding",
                     metadata=binding["metadata"],
@@ -155,53 +189,144 @@ class NodeAgent(pulumi.ComponentResource):
             )
         code = k8s.core.v1.ConfigMap(
             f"{name}-code",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{ACCOUNT}-code", namespace=ns, labels=APP_LABEL),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=CODE_CONFIG_MAP, namespace=ns, labels=EXECUTOR_LABEL),
             data=agent_sources(),
             opts=in_ns,
         )
+        settings = k8s.core.v1.ConfigMap(
+            f"{name}-settings",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=names.SETTINGS_CONFIG_MAP, namespace=ns, labels=CONTROLLER_LABEL),
+            data={names.SETTINGS_KEY: controller_settings(config, args)},
+            opts=in_ns,
+        )
+        ready = [*accounts.values(), code, *grants, *args.depends_on]
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=ns, labels=APP_LABEL),
-            spec=self._spec(config, args),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=EXECUTOR, namespace=ns, labels=EXECUTOR_LABEL),
+            spec=self._executors(config),
+            opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=ready)),
+        )
+        self.controller = k8s.apps.v1.Deployment(
+            f"{name}-controller",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=CONTROLLER, namespace=ns, labels=CONTROLLER_LABEL),
+            spec=self._controller(),
             opts=pulumi.ResourceOptions.merge(
-                in_ns, pulumi.ResourceOptions(depends_on=[account, code, *policies, *args.depends_on])
+                in_ns, pulumi.ResourceOptions(depends_on=[*ready, settings, self.daemon_set])
             ),
         )
         self.register_outputs({"namespace": ns})
 
+    def _cluster_role(
+        self, name: str, role: str, account: str, ns: str, rules: tuple[PolicyRule, ...], opts: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        full = f"gpu-platform-{account}"
+        cluster_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-{role}-cluster-role",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=full, labels=EXECUTOR_LABEL),
+            rules=_rules(rules),
+            opts=opts,
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-{role}-cluster-role-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=full, labels=EXECUTOR_LABEL),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=full),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=account, namespace=ns)],
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[cluster_role])),
+        )
+        return [cluster_role, binding]
+
+    def _role(
+        self, name: str, role: str, role_ns: str, ns: str, rules: tuple[PolicyRule, ...], opts: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        role_name = f"{CONTROLLER}-{role}"
+        created = k8s.rbac.v1.Role(
+            f"{name}-{role}-role",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=role_name, namespace=role_ns),
+            rules=_rules(rules),
+            opts=opts,
+        )
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-{role}-role-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=role_name, namespace=role_ns),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=role_name),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=CONTROLLER, namespace=ns)],
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[created])),
+        )
+        return [created, binding]
+
     @staticmethod
-    def _spec(config: NodeAgentConfig, args: NodeAgentArgs) -> k8s.apps.v1.DaemonSetSpecArgs:
-        downward = {names.ENV_NODE_NAME: "spec.nodeName", names.ENV_NAMESPACE: "metadata.namespace"}
-        env = [
-            k8s.core.v1.EnvVarArgs(
-                name=key,
-                value_from=k8s.core.v1.EnvVarSourceArgs(field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path=path)),
-            )
-            for key, path in sorted(downward.items())
-        ]
+    def _controller() -> k8s.apps.v1.DeploymentSpecArgs:
+        env = _downward({names.ENV_NAMESPACE: "metadata.namespace", names.ENV_POD_NAME: "metadata.name"})
+        env.append(k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"))
+        return k8s.apps.v1.DeploymentSpecArgs(
+            replicas=1,
+            # One leader at a time anyway (its Lease); Recreate avoids two pods contending during a rollout.
+            strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
+            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=CONTROLLER_LABEL),
+            template=k8s.core.v1.PodTemplateSpecArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(labels=CONTROLLER_LABEL),
+                spec=k8s.core.v1.PodSpecArgs(
+                    service_account_name=CONTROLLER,
+                    security_context=k8s.core.v1.PodSecurityContextArgs(
+                        run_as_non_root=True,
+                        run_as_user=names.CONTROLLER_USER,
+                        run_as_group=names.CONTROLLER_USER,
+                        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+                    ),
+                    containers=[
+                        k8s.core.v1.ContainerArgs(
+                            name="controller",
+                            image=names.AGENT_IMAGE,
+                            command=[names.AGENT_PYTHON, "-m", "components.node_agent.agent.controller.main"],
+                            working_dir=AGENT_DIR,
+                            env=env,
+                            security_context=k8s.core.v1.SecurityContextArgs(
+                                allow_privilege_escalation=False,
+                                read_only_root_filesystem=True,
+                                capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+                            ),
+                            resources=k8s.core.v1.ResourceRequirementsArgs(
+                                requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
+                            ),
+                            volume_mounts=[
+                                k8s.core.v1.VolumeMountArgs(name="code", mount_path=AGENT_DIR, read_only=True)
+                            ],
+                        )
+                    ],
+                    volumes=[_code_volume()],
+                ),
+            ),
+        )
+
+    @staticmethod
+    def _executors(config: NodeAgentConfig) -> k8s.apps.v1.DaemonSetSpecArgs:
+        env = _downward({names.ENV_NODE_NAME: "spec.nodeName"})
         env += [
-            k8s.core.v1.EnvVarArgs(name=names.ENV_SETTINGS, value=agent_settings(config, args)),
+            k8s.core.v1.EnvVarArgs(name=names.ENV_ALLOW_REBOOT, value="true" if config.allow_reboot else "false"),
+            k8s.core.v1.EnvVarArgs(name=names.ENV_UNINSTALL_TIMEOUT, value=str(config.uninstall_timeout_seconds)),
             k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"),
         ]
         return k8s.apps.v1.DaemonSetSpecArgs(
-            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=APP_LABEL),
-            update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="OnDelete"),
+            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=EXECUTOR_LABEL),
+            # An executor holds no state a restart loses (each step is recorded on the host before it starts),
+            # so new code rolls out; the settings the controller reads live are in their own ConfigMap.
+            update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
             template=k8s.core.v1.PodTemplateSpecArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(labels=APP_LABEL),
+                metadata=k8s.meta.v1.ObjectMetaArgs(labels=EXECUTOR_LABEL),
                 spec=k8s.core.v1.PodSpecArgs(
-                    service_account_name=ACCOUNT,
+                    service_account_name=EXECUTOR,
                     host_pid=True,
                     priority_class_name="system-node-critical",
                     node_selector={GPU_NODE_LABEL: "true"},
-                    # It must run where it cordoned, and on nodes it has not untainted yet.
+                    # It must run on cordoned nodes and on nodes that still carry the MIG-pending taint.
                     tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
                     # A long host step (the uninstall) is finished, not cut, on SIGTERM.
                     termination_grace_period_seconds=config.uninstall_timeout_seconds + 60,
                     containers=[
                         k8s.core.v1.ContainerArgs(
-                            name="agent",
+                            name="executor",
                             image=names.AGENT_IMAGE,
-                            command=[names.AGENT_PYTHON, "-m", "components.node_agent.agent.main"],
+                            command=[names.AGENT_PYTHON, "-m", "components.node_agent.agent.executor.main"],
                             working_dir=AGENT_DIR,
                             env=env,
                             security_context=k8s.core.v1.SecurityContextArgs(
@@ -222,17 +347,7 @@ class NodeAgent(pulumi.ComponentResource):
                         k8s.core.v1.VolumeArgs(
                             name="host-root", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path="/", type="Directory")
                         ),
-                        k8s.core.v1.VolumeArgs(
-                            name="code",
-                            config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
-                                name=f"{ACCOUNT}-code",
-                                default_mode=0o444,
-                                items=[
-                                    k8s.core.v1.KeyToPathArgs(key=config_map_key(path), path=path)
-                                    for path in AGENT_FILES
-                                ],
-                            ),
-                        ),
+                        _code_volume(),
                     ],
                 ),
             ),

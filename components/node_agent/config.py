@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Mapping
 
 from pydantic import Field, field_validator
 
 from components.base.config_model import ConfigModel
+from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import dns_label_problem
 
 _PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
 
 
+#: ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) is served from 1.30, and the node name in a
+#: pod's bound service-account token (ServiceAccountTokenPodNodeInfo) is on by default from 1.30: the agent's
+#: containment needs both.
+MIN_AGENT_KUBERNETES = (1, 30)
+
+
 class NodeAgentConfig(ConfigModel):
-    """How the agent runs (its DaemonSet exists only when some pool has work for it)."""
+    """How the agent runs (its controller and executors exist only when some pool has work for them)."""
 
     namespace: str = "gpu-platform-system"
     max_unavailable: int | str = Field(
@@ -73,3 +81,22 @@ class NodeAgentConfig(ConfigModel):
             return max(1, min(self.max_unavailable, max(pool_size, 1)))
         percent = int(self.max_unavailable.rstrip("%"))
         return max(1, math.ceil(pool_size * percent / 100))
+
+
+def kubernetes_problems(
+    cluster_minor: tuple[int, int], config: NodeAgentConfig, handover_groups: Mapping[str, bool]
+) -> Iterator[Problem]:
+    """A cluster older than 1.30 cannot contain the agent: every key that turns it on is refused."""
+    if cluster_minor >= MIN_AGENT_KUBERNETES or cluster_minor == (0, 0):
+        return
+    version = ".".join(map(str, cluster_minor))
+    why = (
+        f"the node agent needs Kubernetes 1.30 or newer (its admission policies are admissionregistration.k8s.io/v1 "
+        f"and read the node name from the pod's token); cluster.kubernetesVersion is {version}: upgrade the "
+        "cluster first, or leave this off"
+    )
+    for name, enabled in sorted(handover_groups.items()):
+        if enabled:
+            yield Problem(join_path(join_path("nodeGroups", name), "hostDriverRemoval"), why)
+    if config.mig_layout:
+        yield Problem("nodeAgent.migLayout", why)

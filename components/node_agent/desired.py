@@ -25,8 +25,11 @@ def agent_mig_labels(labels: dict[str, str], through_agent: bool) -> dict[str, s
 
 
 def pool_budgets(config: NodeAgentConfig, pools: Iterable[GpuPool], keys: dict[str, str]) -> dict[str, int]:
-    """Slots per pool, keyed by the node-group label value the nodes carry (``keys``: pool name -> value;
-    bare-metal nodes of one pool share it, so they share the budget)."""
+    """Slots per pool at its full size (``max_nodes``), keyed by the node-group label value the nodes carry
+    (``keys``: pool name -> value; bare-metal nodes of one pool share it, so they share the budget).
+
+    For the stack outputs only: the controller computes each pool's budget at every reconcile from the nodes
+    that exist then (50% of an autoscaled 2-10 group with 3 live nodes is 2, not 5)."""
     sizes: dict[str, int] = {}
     for pool in pools:
         key = keys.get(pool.name, pool.name)

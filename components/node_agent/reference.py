@@ -51,7 +51,7 @@ def tables() -> str:
         elif reason in names.TOUCHED_FAILURES:
             kind = "failed, node stays cordoned, the pool halts"
         else:
-            kind = "failed before touching: uncordoned, slot released"
+            kind = "failed before touching: uncordoned, Lease deleted"
         lines.append(f"| `{reason}` | {kind} | {_doc(reason)} |")
     return "\n".join([BEGIN, *lines, END])
 

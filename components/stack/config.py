@@ -23,7 +23,7 @@ from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
-from components.node_agent.config import NodeAgentConfig
+from components.node_agent.config import NodeAgentConfig, kubernetes_problems
 from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
@@ -115,6 +115,8 @@ class StackConfig(ConfigModel):
                 group, self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
             )
         yield from self.gpu_operator.problems("gpuOperator")
+        handover = {name: group.host_driver_removal for name, group in self.node_groups.items()}
+        yield from kubernetes_problems(self.cluster.kubernetes_minor, self.node_agent, handover)
         pool_names = [name for name, group in self.node_groups.items() if group.resources.gpus > 0]
         pool_names += [node.name for node in self.bare_metal.nodes] if self.bare_metal else []
         yield from self.smoke_test.problems("smokeTest", pool_names)

@@ -1,6 +1,7 @@
 """The node agent under mocks: a dev variant with a runc_drivers_cuda group handed over, and the bare-metal
-prod stack with a changed MIG layout going through the agent. Root on a pinned image, the admission
-policies in place, the budget configured, every manifest valid against the Kubernetes OpenAPI schemas."""
+prod stack with a changed MIG layout going through the agent. The controller unprivileged, the executors root
+on the pinned image, the admission policies in place, the settings in their ConfigMap, every manifest valid
+against the Kubernetes OpenAPI schemas."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import yaml
 from components.base.problems import StackConfigError
 from components.catalog import node_agent as names
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL, MIG_CONFIG_LABEL
-from components.node_agent.agent.machine import Settings
+from components.node_agent.agent.settings import Settings
 from components.node_agent.component import AGENT_FILES, agent_sources, config_map_key
+from components.node_agent.rbac import CONTROLLER_CLUSTER_RULES, EXECUTOR_CLUSTER_RULES
 from components.node_agent.reference import replace_tables
 from preview.policy_gate import run_gate, verdict_table
 from preview.render import is_manifest, manifest_of
@@ -72,44 +74,86 @@ def prod() -> ProgramRun:
     return result
 
 
-def _pod(run: ProgramRun) -> dict[str, Any]:
+def _executor_pod(run: ProgramRun) -> dict[str, Any]:
     return dict(run.one("kubernetes:apps/v1:DaemonSet", "node-agent-daemonset").inputs["spec"]["template"]["spec"])
 
 
+def _controller_pod(run: ProgramRun) -> dict[str, Any]:
+    return dict(run.one("kubernetes:apps/v1:Deployment", "node-agent-controller").inputs["spec"]["template"]["spec"])
+
+
 def _settings(run: ProgramRun) -> Settings:
-    env = {e["name"]: e.get("value") for e in _pod(run)["containers"][0]["env"]}
-    return Settings.from_json(json.loads(env[names.ENV_SETTINGS]))
+    data = run.one("kubernetes:core/v1:ConfigMap", "node-agent-settings").inputs["data"]
+    return Settings.from_json(json.loads(data[names.SETTINGS_KEY]))
+
+
+def _policy(run: ProgramRun, role: str) -> dict[str, Any]:
+    kind = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+    return dict(run.one(kind, f"node-agent-{role}-policy").inputs["spec"])
+
+
+def _expressions(policy: dict[str, Any]) -> str:
+    return " ".join(v["expression"] for v in policy["validations"])
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_the_agent_runs_as_root_privileged_on_the_pinned_image(stack: str, request: pytest.FixtureRequest) -> None:
+def test_the_executors_run_as_root_privileged_on_the_pinned_image(stack: str, request: pytest.FixtureRequest) -> None:
     run: ProgramRun = request.getfixturevalue(stack)
-    pod = _pod(run)
+    pod = _executor_pod(run)
     container = pod["containers"][0]
     assert container["image"] == names.AGENT_IMAGE
     assert "@sha256:" in container["image"] and container["image"].startswith("docker.io/library/python:3.12")
     assert container["securityContext"] == {"privileged": True, "runAsUser": 0, "runAsNonRoot": False}
     assert pod["hostPID"] is True
+    assert pod["serviceAccountName"] == "node-agent-executor"
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts["/host"]["mountPropagation"] == "HostToContainer"
     assert {v["name"]: v for v in pod["volumes"]}["host-root"]["hostPath"] == {"path": "/", "type": "Directory"}
-    assert container["command"] == [names.AGENT_PYTHON, "-m", "components.node_agent.agent.main"]
+    assert container["command"] == [names.AGENT_PYTHON, "-m", "components.node_agent.agent.executor.main"]
     assert pod["tolerations"] == [{"operator": "Exists"}]
     # A long host step is finished on SIGTERM, not cut at 30 s.
     assert pod["terminationGracePeriodSeconds"] > Settings().uninstall_timeout_seconds
+    strategy = run.one("kubernetes:apps/v1:DaemonSet", "node-agent-daemonset").inputs["spec"]["updateStrategy"]
+    assert strategy == {"type": "RollingUpdate"}  # new executor code reaches running nodes
 
 
-def test_the_budget_is_configured_per_pool(dev: ProgramRun, prod: ProgramRun) -> None:
-    assert _settings(dev).pool_budgets == {"v100": 2}  # 50% of max 3, rounded up
-    assert _settings(prod).pool_budgets == {"h100": 1}  # the three bare-metal nodes share their pool's budget
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_controller_is_one_unprivileged_pod(stack: str, request: pytest.FixtureRequest) -> None:
+    run: ProgramRun = request.getfixturevalue(stack)
+    spec = run.one("kubernetes:apps/v1:Deployment", "node-agent-controller").inputs["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    pod = _controller_pod(run)
+    assert pod["serviceAccountName"] == "node-agent-controller"
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65534
+    assert "hostPID" not in pod and "host-root" not in {v["name"] for v in pod["volumes"]}
+    container = pod["containers"][0]
+    assert container["image"] == names.AGENT_IMAGE
+    assert container["command"] == [names.AGENT_PYTHON, "-m", "components.node_agent.agent.controller.main"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def test_the_settings_are_live_in_a_config_map(dev: ProgramRun, prod: ProgramRun) -> None:
+    assert _settings(dev).max_unavailable == "50%"  # a percentage of the pool's live nodes, at every reconcile
+    assert _settings(dev).budget(3) == 2  # an autoscaled group with 3 live nodes: 2, whatever its maximum
+    assert _settings(prod).max_unavailable == "1"
+    assert _settings(prod).mig_layout is True
+
+
+def test_the_budget_output_is_per_pool_at_full_size(dev: ProgramRun, prod: ProgramRun) -> None:
+    assert dev.outputs["nodeAgent"]["budgets"] == {"v100": 2}  # 50% of max 3, rounded up
+    assert prod.outputs["nodeAgent"]["budgets"] == {"h100": 1}  # the bare-metal nodes share their pool's budget
 
 
 def test_the_prod_layout_change_goes_through_the_agent(prod: ProgramRun) -> None:
     patch = prod.one("kubernetes:core/v1:NodePatch", "mig-config-gpu-node-1").inputs["metadata"]["labels"]
     assert patch == {names.MIG_DESIRED_LABEL: "all-3g.40gb"}
     assert MIG_CONFIG_LABEL not in patch  # the program no longer flips every node at once
-    # One smoke pod per resource the node should advertise: the new layout's, per bare-metal node.
-    assert _settings(prod).mig_resources["gpu-node-1"] == ("nvidia.com/mig-3g.40gb",)
+    # The resources the node must advertise before it is done (and one smoke pod each).
+    assert set(_settings(prod).mig_resources["gpu-node-1"]) == {"nvidia.com/mig-3g.40gb"}
 
 
 def test_without_mig_layout_the_program_labels_as_before() -> None:
@@ -129,60 +173,118 @@ def test_every_manifest_validates_against_the_kubernetes_schemas(stack: str, req
     run: ProgramRun = request.getfixturevalue(stack)
     manifests = [manifest_of(r) for r in run.registrations if is_manifest(r) and r.name.startswith("node-agent-")]
     kinds = sorted(m["kind"] for m in manifests)
-    assert kinds.count("ValidatingAdmissionPolicy") == 2 and kinds.count("ValidatingAdmissionPolicyBinding") == 2
-    assert {"DaemonSet", "ConfigMap", "ClusterRole", "Role", "ServiceAccount", "Namespace"} <= set(kinds)
+    assert kinds.count("ValidatingAdmissionPolicy") == 3 and kinds.count("ValidatingAdmissionPolicyBinding") == 3
+    assert {"DaemonSet", "Deployment", "ConfigMap", "ClusterRole", "Role", "ServiceAccount", "Namespace"} <= set(kinds)
     for manifest in manifests:
         kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
 
 
-def test_rbac_is_least_privilege(dev: ProgramRun) -> None:
-    def rules(kind: str, name: str) -> set[tuple[str, str, str]]:
-        found = dev.one(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}", name).inputs["rules"]
-        return {(g, res, verb) for r in found for g in r["apiGroups"] for res in r["resources"] for verb in r["verbs"]}
+def _rules(run: ProgramRun, kind: str, name: str) -> set[tuple[str, str, str]]:
+    found = run.one(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}", name).inputs["rules"]
+    return {(g, res, verb) for r in found for g in r["apiGroups"] for res in r["resources"] for verb in r["verbs"]}
 
-    cluster = rules("ClusterRole", "node-agent-cluster-role")
-    assert cluster == {
+
+def test_finding_8_only_the_controller_evicts_lists_pods_and_writes_leases(dev: ProgramRun) -> None:
+    executor = _rules(dev, "ClusterRole", "node-agent-executor-cluster-role")
+    assert executor == {("", "nodes", "get"), ("", "nodes", "patch")}
+    assert len(EXECUTOR_CLUSTER_RULES) == 1
+    controller = _rules(dev, "ClusterRole", "node-agent-controller-cluster-role")
+    assert controller == {
         ("", "nodes", "get"),
+        ("", "nodes", "list"),
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
     }
+    assert len(CONTROLLER_CLUSTER_RULES) == 3
+    namespaced = _rules(dev, "Role", "node-agent-controller-role")
+    assert {verb for _, res, verb in namespaced if res == "leases"} == {"get", "list", "create", "update", "delete"}
+    bindings = [
+        r
+        for r in dev.registrations
+        if r.type.endswith(":RoleBinding") or r.type.endswith(":ClusterRoleBinding")
+        if r.name.startswith("node-agent-")
+    ]
+    lease_subjects = {s["name"] for b in bindings if "controller" in b.name for s in b.inputs["subjects"]}
+    assert lease_subjects == {"node-agent-controller"}
     events = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "node-agent-events-role")
     assert events.inputs["metadata"]["namespace"] == "default"
-    assert rules("Role", "node-agent-events-role") == {("", "events", "create")}
-    agent = rules("Role", "node-agent-agent-role")
-    assert {verb for g, res, verb in agent if res == "leases"} == {"get", "list", "create", "update", "delete"}
-    assert not any(res in ("secrets", "nodes/status", "*") for _, res, _ in cluster | agent)
+    assert _rules(dev, "Role", "node-agent-events-role") == {("", "events", "create")}
+    settings = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "node-agent-controller-role").inputs["rules"]
+    assert {tuple(r.get("resourceNames") or ()) for r in settings if r["resources"] == ["configmaps"]} == {
+        (names.SETTINGS_CONFIG_MAP,)
+    }
+    assert not any(res in ("secrets", "nodes/status", "*") for _, res, _ in controller | executor | namespaced)
 
 
-def test_the_admission_policy_ties_the_token_node_to_the_patched_node(dev: ProgramRun) -> None:
-    policy = dev.one(
-        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "node-agent-own-node-policy"
-    ).inputs["spec"]
+def test_finding_8_an_executor_may_change_only_its_own_nodes_report(dev: ProgramRun) -> None:
+    policy = _policy(dev, "executor-own-node")
     assert policy["matchConditions"][0]["expression"] == (
-        "request.userInfo.username == 'system:serviceaccount:gpu-platform-system:node-agent'"
+        "request.userInfo.username == 'system:serviceaccount:gpu-platform-system:node-agent-executor'"
     )
     token = {v["name"]: v["expression"] for v in policy["variables"]}["tokenNode"]
     assert token == "request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')"
-    expressions = " ".join(v["expression"] for v in policy["validations"])
-    assert "object.metadata.name == variables.tokenNode" in expressions
-    for label in names.WRITABLE_LABELS:
-        assert f"'{label}'" in expressions
-    assert f"'{names.MIG_DESIRED_LABEL}'" not in expressions  # the program's desired label is not the agent's
+    text = _expressions(policy)
+    assert "object.metadata.name == variables.tokenNode" in text
+    assert f"['{names.REPORT_ANNOTATION}']" in text
+    assert "object.spec == oldObject.spec" in text
+    assert "ownerReferences" in text and "finalizers" in text
     binding = dev.one(
-        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "node-agent-own-node-binding"
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+        "node-agent-executor-own-node-binding",
     ).inputs["spec"]
-    assert binding == {"policyName": "gpu-platform-node-agent-own-node", "validationActions": ["Deny"]}
+    assert binding == {"policyName": "gpu-platform-node-agent-executor-own-node", "validationActions": ["Deny"]}
 
 
-def test_the_config_map_ships_the_agent_and_its_catalog_names(dev: ProgramRun) -> None:
+def test_finding_8_the_controller_keeps_to_its_keys_and_cannot_set_a_taint(dev: ProgramRun) -> None:
+    text = _expressions(_policy(dev, "controller-nodes"))
+    for label in names.CONTROLLER_LABELS:
+        assert f"'{label}'" in text
+    assert f"'{names.MIG_DESIRED_LABEL}'" not in text  # the program's desired label is not the controller's
+    assert f"'{names.REPORT_ANNOTATION}'" not in text  # nor the executors' report
+    assert "filter(t, t.key != " in text and ".size() == 0" in text  # other taints unchanged; its own only removed
+    assert "ownerReferences" in text and "finalizers" in text
+
+
+def test_finding_8_the_smoke_pod_policy_covers_every_container_and_the_pod(dev: ProgramRun) -> None:
+    text = _expressions(_policy(dev, "smoke-pods"))
+    for needle in (
+        "initContainers",
+        "ephemeralContainers",
+        "capabilities.?add",
+        "allowPrivilegeEscalation",
+        "hostPID",
+        "hostIPC",
+        "hostNetwork",
+        "serviceAccountName",
+        "automountServiceAccountToken",
+        "volumes",
+        f"c.image == '{names.AGENT_IMAGE}'",
+    ):
+        assert needle in text, needle
+
+
+def test_the_config_map_ships_both_programs_and_their_catalog_names(dev: ProgramRun) -> None:
     data = dev.one("kubernetes:core/v1:ConfigMap", "node-agent-code").inputs["data"]
     assert data == agent_sources()
-    items = {v["name"]: v for v in _pod(dev)["volumes"]}["code"]["configMap"]["items"]
-    assert {(i["key"], i["path"]) for i in items} == {(config_map_key(p), p) for p in AGENT_FILES}
+    shipped = {p for p in AGENT_FILES}
+    on_disk = {str(path.relative_to(ROOT)) for path in (ROOT / "components" / "node_agent" / "agent").rglob("*.py")}
+    assert on_disk <= shipped  # no module of the agent is left out of the ConfigMap
+    for pod in (_executor_pod(dev), _controller_pod(dev)):
+        items = {v["name"]: v for v in pod["volumes"]}["code"]["configMap"]["items"]
+        assert {(i["key"], i["path"]) for i in items} == {(config_map_key(p), p) for p in AGENT_FILES}
 
 
-def test_the_shipped_code_runs_on_a_bare_python_with_the_standard_library_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        ("components.node_agent.agent.controller.main", "AGENT_NAMESPACE and POD_NAME must be set"),
+        ("components.node_agent.agent.executor.main", "NODE_NAME must be set"),
+    ],
+)
+def test_the_shipped_code_runs_on_a_bare_python_with_the_standard_library_only(
+    tmp_path: Path, module: str, message: str
+) -> None:
     for key, text in agent_sources().items():
         path = next(p for p in AGENT_FILES if config_map_key(p) == key)
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -190,15 +292,10 @@ def test_the_shipped_code_runs_on_a_bare_python_with_the_standard_library_only(t
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
     # -S: no site-packages; -E: no PYTHON* variables. What imports here imports on the stock image.
     result = subprocess.run(
-        [sys.executable, "-S", "-E", "-m", "components.node_agent.agent.main"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [sys.executable, "-S", "-E", "-m", module], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2, result.stderr
-    assert "NODE_NAME and AGENT_NAMESPACE must be set" in result.stderr
+    assert message in result.stderr
 
 
 def test_not_created_for_a_stack_with_no_work_for_it() -> None:
@@ -227,6 +324,20 @@ def test_refused_for_a_driverless_group() -> None:
     with pytest.raises(StackConfigError) as caught:
         plan_raw(set_path(stack_raw("dev"), "nodeGroups.v100.hostDriverRemoval", True))
     assert "nodeGroups.v100.hostDriverRemoval: true is only for runc_drivers_cuda groups" in str(caught.value)
+
+
+def test_finding_8_a_cluster_older_than_1_30_with_the_agent_on_is_refused_at_its_key() -> None:
+    raw = set_path(stack_raw("dev"), "cluster.kubernetesVersion", "1.29")
+    raw = set_path(raw, "nodeGroups.v100.gpuEnvironment", "runc_drivers_cuda")
+    raw = set_path(raw, "nodeGroups.v100.hostDriverRemoval", True)
+    raw = set_path(raw, "nodeAgent.migLayout", True)
+    with pytest.raises(StackConfigError) as caught:
+        plan_raw(raw)
+    text = str(caught.value)
+    assert "nodeGroups.v100.hostDriverRemoval: the node agent needs Kubernetes 1.30 or newer" in text
+    assert "nodeAgent.migLayout: the node agent needs Kubernetes 1.30 or newer" in text
+    # The same cluster without the agent is fine.
+    plan_raw(set_path(stack_raw("dev"), "cluster.kubernetesVersion", "1.29"))
 
 
 def test_the_docs_state_and_reason_tables_are_current() -> None:

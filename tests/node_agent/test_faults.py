@@ -1,641 +1,809 @@
-"""Faults: the real agent (client, executor, machine) over real HTTP against the fake API server and a fake host.
+"""Named fault tests: the real controller and executors in the simulated world, one fault (or actor) each.
 
-After every fault the node is done, or cordoned with a failed/waiting state and a reason; never cordoned
-without one; the budget is never exceeded (:func:`assert_safe`).
+Each test names the invariants it proves (``@proves``); the world checks all six after every write, so
+:func:`assert_sound` fails a test on any violation. Tests named ``test_finding_<n>_...`` reproduce the
+numbered findings of the issue that replaced the node-side agent.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from components.catalog.names import HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
+    DETAIL_ANNOTATION,
+    GPU_DEPLOY_DRIVER_LABEL,
     LEASE_FAILED_ANNOTATION,
     LEASE_TOUCHED_ANNOTATION,
     MIG_DESIRED_LABEL,
     MIG_LABEL,
     MIG_PENDING_TAINT_KEY,
+    MIG_STATE_FAILED,
+    MIG_STATE_LABEL,
+    OPERAND_DEPLOY_LABELS,
+    REASON_LABEL,
     STATE_LABEL,
-    TOUCHED_STATES,
-    TRANSITIONS,
     Reason,
     State,
-    clear_command,
-    slot_lease_name,
 )
-from components.node_agent.agent.host import RealHost, Result
-from components.node_agent.agent.machine import Install, Settings
-from components.node_agent.agent.main import install_sigterm
-from tests.node_agent.harness import NAMESPACE, Cluster, mig_taint
-
-#: Each failure reason and the test that produces it (checked below: every reason has a test).
-REASON_TESTS: dict[Reason, str] = {}
-
-
-def covers(*reasons: Reason):
-    def mark(test):
-        for reason in reasons:
-            REASON_TESTS[reason] = test.__name__
-        return test
-
-    return mark
-
-
-@pytest.fixture
-def make() -> Iterator[list[Cluster]]:
-    made: list[Cluster] = []
-    yield made
-    for cluster in made:
-        cluster.close()
-
-
-def cluster(made: list[Cluster], **kwargs: object) -> Cluster:
-    built = Cluster(**kwargs)  # type: ignore[arg-type]
-    made.append(built)
-    return built
-
-
-ALLOWED = {(str(t.source), str(t.target)) for t in TRANSITIONS}
-TOUCHED = {str(state) for state in TOUCHED_STATES}
-
-
-def assert_safe(c: Cluster) -> None:
-    known = {str(state) for state in State}
-    unlisted = {
-        (a, b)
-        for a, b in c.transitions - ALLOWED
-        if a in known and b in known and not (b == "failed" and a in TOUCHED | {"idle", "evicting"})
-    }
-    assert unlisted == set(), "transitions missing from components.catalog.node_agent.TRANSITIONS"
-    assert c.stuck_without_reason() == []
-    assert c.stats.over_budget == 0
-    assert c.stats.double_holds == 0
-
-
-def run_until_state(c: Cluster, node: str, state: State, rounds: int = 200) -> None:
-    c.run(rounds, until=lambda: c.state(node) == state)
-    assert c.state(node) == state, (c.state(node), c.reason(node), c.agents[node].log[-3:])
-
-
-def all_done(c: Cluster) -> bool:
-    return all(c.state(name) == State.DONE for name in c.hosts)
-
-
-# -- the happy paths the faults are measured against ----------------------------------------------------------
-def test_a_pool_is_handed_over_one_budget_at_a_time(make: list[Cluster]) -> None:
-    c = cluster(make, count=4, budget=2)
-    c.run(400)
-    assert all_done(c)
-    assert c.stats.max_in_maintenance == 2
-    for name in c.hosts:
-        labels = c.node(name)["metadata"]["labels"]
-        assert labels["nvidia.com/gpu.deploy.driver"] == "true"
-        assert not c.cordoned(name)
-    assert c.store.leases == {}
-    assert_safe(c)
-
-
-@covers(Reason.BUDGET_FULL)
-def test_nodes_beyond_the_budget_wait_with_a_reason(make: list[Cluster]) -> None:
-    c = cluster(make, count=3, budget=1)
-    c.run(3, until=lambda: False)
-    states = sorted((c.state(name), c.reason(name)) for name in c.hosts)
-    assert states.count(("waiting-slot", "budget-full")) == 2
-    assert not any(c.cordoned(name) for name in c.hosts if c.state(name) == State.WAITING_SLOT)
-
-
-@covers(Reason.DRIVER_PENDING)
-def test_the_node_waits_for_the_operators_driver_before_uncordoning(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.driver_delay = 300.0
-    run_until_state(c, "node-000", State.HANDING_OVER)
-    assert c.reason("node-000") == "driver-pending"
-    assert c.cordoned("node-000")
-    c.run(200)
-    assert all_done(c)
-
-
-@covers(Reason.MIG_PENDING)
-def test_a_new_mig_layout_goes_through_cordon_evict_label_smoke(make: list[Cluster]) -> None:
-    c = cluster(make, count=3, budget=1, flow="mig")
-    run_until_state(c, "node-000", State.MIG_APPLYING)
-    assert c.reason("node-000") == "mig-pending"
-    assert c.cordoned("node-000")
-    assert ("team", "train-node-000") not in c.store.pods
-    c.run(400)
-    assert all_done(c)
-    assert all(c.node(n)["metadata"]["labels"][MIG_LABEL] == "all-1g.10gb" for n in c.hosts)
-    assert c.stats.max_in_maintenance == 1
-    assert_safe(c)
-
-
-def test_a_new_node_with_no_gpu_pods_goes_straight_through_and_loses_the_taint(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    del c.store.pods[("team", "train-node-000")]
-    c.node("node-000")["spec"]["taints"] = [mig_taint()]
-    rounds = c.run(100)
-    assert all_done(c)
-    assert rounds < 30  # no eviction wait: minutes, not the eviction timeout
-    assert [t for t in c.node("node-000")["spec"]["taints"] if t["key"] == MIG_PENDING_TAINT_KEY] == []
-
-
-def test_the_taint_stays_until_the_layout_is_in_place(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.node("node-000")["spec"]["taints"] = [mig_taint()]
-    run_until_state(c, "node-000", State.SMOKE_TESTING)
-    assert [t["key"] for t in c.node("node-000")["spec"]["taints"]] == [MIG_PENDING_TAINT_KEY]
-    c.run(100)
-    assert c.node("node-000")["spec"]["taints"] == []
-
-
-# -- the API: outages, transient errors, conflicts, timeouts --------------------------------------------------
-DRIVER_STEPS = [State.WAITING_SLOT, State.CORDONED, State.EVICTING, State.UNINSTALLING, State.VERIFYING]
-
-
-@pytest.mark.parametrize("step", [*DRIVER_STEPS, State.HANDING_OVER])
-def test_api_outage_at_every_step_of_the_hand_over(make: list[Cluster], step: State) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.driver_delay = 200.0
-    run_until_state(c, "node-000", step)
-    c.store.outage(503)
-    c.run(8, until=lambda: False)
-    c.store.heal()
-    c.run(400)
-    assert all_done(c)
-    assert_safe(c)
-
-
-@pytest.mark.parametrize("step", [State.MIG_APPLYING, State.SMOKE_TESTING])
-def test_api_outage_at_every_step_of_a_mig_change(make: list[Cluster], step: State) -> None:
-    c = cluster(make, count=2, budget=1, flow="mig")
-    c.mig_delay = c.smoke_delay = 100.0
-    run_until_state(c, "node-000", step)
-    c.store.outage(503)
-    c.run(6, until=lambda: False)
-    c.store.heal()
-    c.run(400)
-    assert all_done(c)
-    assert_safe(c)
-
-
-def test_transient_5xx_on_every_kind_of_write_is_retried(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    for method, path in (("PATCH", "/nodes/"), ("POST", "/leases"), ("PUT", "/leases/"), ("POST", "/eviction")):
-        c.store.fail(method, path, 500, count=3)
-    c.run(400)
-    assert all_done(c)
-    assert_safe(c)
-
-
-def test_calls_that_hang_past_the_client_timeout_are_retried(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.store.hang_seconds = 0.4
-    c.store.fail("PATCH", "/nodes/node-000", 0, count=2)
-    c.store.fail("GET", "/api/v1/pods", 0, count=2)
-    c.run(300)
-    assert all_done(c)
-    assert any("504" in line or ": 0:" in line or "timed out" in line for line in c.agents["node-000"].log)
-
-
-def test_a_lease_conflict_409_means_another_node_won_the_slot(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.store.fail("POST", "/leases", 409, count=1)  # someone created slot 0 first, as far as node-000 knows
-    c.run(2, until=lambda: False)
-    assert [c.state(n) for n in sorted(c.hosts)].count(State.CORDONED) <= 1
-    c.run(400)
-    assert all_done(c)
-    assert_safe(c)
-
-
-def test_a_resource_version_conflict_on_the_taint_patch_is_retried(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.node("node-000")["spec"]["taints"] = [mig_taint()]
-    run_until_state(c, "node-000", State.SMOKE_TESTING)
-    c.store.fail("PATCH", "/nodes/node-000", 409, count=2)
-    c.run(100)
-    assert all_done(c)
-    assert c.node("node-000")["spec"]["taints"] == []
-
-
-# -- the budget: holders that die, heartbeats ------------------------------------------------------------------
-def test_a_holder_that_dies_before_touching_is_reclaimed_after_the_ttl(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.store.pods[("team", "train-node-000")]["metadata"]["name"] = "train-node-000"
-    c.store.pdb_blocked.add(("team", "train-node-000"))
-    run_until_state(c, "node-000", State.EVICTING)
-    c.kill("node-000")
-    c.store.pdb_blocked.clear()
-    c.run(20, until=lambda: False)
-    assert c.state("node-001") == State.WAITING_SLOT  # not before the TTL
-    c.run(400, until=lambda: c.state("node-001") == State.DONE)
-    assert c.state("node-001") == State.DONE
-    assert c.stats.max_touched == 1
-
-
-@covers(Reason.ROLLOUT_HALTED)
-def test_a_holder_that_dies_after_touching_is_never_taken_over(make: list[Cluster]) -> None:
-    c = cluster(make, count=3, budget=1)
-    run_until_state(c, "node-000", State.VERIFYING)
-    c.kill("node-000")
-    c.run(100, until=lambda: False)  # far past the TTL
-    lease = c.store.leases[(NAMESPACE, slot_lease_name("gpu", 0))]
-    assert lease["spec"]["holderIdentity"] == "node-000"
-    assert LEASE_TOUCHED_ANNOTATION in lease["metadata"]["annotations"]
-    for name in ("node-001", "node-002"):
-        assert (c.state(name), c.reason(name)) == ("waiting-slot", "rollout-halted")
-        assert "node-000" in c.node(name)["metadata"]["annotations"]["gpu-platform.io/node-agent.detail"]
-    assert c.hosts["node-001"].files  # nothing was touched elsewhere
-    # The documented clear: the operator deletes the Lease; the rollout goes on.
-    assert clear_command(NAMESPACE, "gpu", 0) == f"kubectl -n {NAMESPACE} delete lease node-agent-gpu-0"
-    del c.store.leases[(NAMESPACE, slot_lease_name("gpu", 0))]
-    c.start("node-000")  # the DaemonSet's next pod: it must take a slot again before it goes on
-    c.run(400)
-    assert all_done(c)
-    assert c.stats.max_touched == 1
-    assert_safe(c)
-
-
-def test_the_heartbeat_keeps_the_slot_through_an_uninstall_longer_than_the_ttl(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.hosts["node-000"].uninstall_seconds = 1200.0  # four TTLs
-    run_until_state(c, "node-000", State.VERIFYING)
-    assert c.hosts["node-000"].heartbeats >= 100
-    assert c.state("node-001") == State.WAITING_SLOT
-    assert c.reason("node-001") == "budget-full"  # never "halted": the holder kept renewing
-    c.run(400)
-    assert all_done(c)
-    assert_safe(c)
-
-
-def test_a_lease_lost_during_an_outage_before_touching_steps_back(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.store.pdb_blocked.add(("team", "train-node-000"))
-    run_until_state(c, "node-000", State.EVICTING)
-    c.kill("node-000")
-    c.run(60, until=lambda: c.state("node-001") == State.CORDONED)  # node-001 took the expired slot
-    assert c.state("node-001") in (State.CORDONED, State.EVICTING)
-    c.start("node-000")
-    c.store.pdb_blocked.clear()
-    c.run(3, until=lambda: False)
-    assert c.state("node-000") == State.WAITING_SLOT
-    assert not c.cordoned("node-000")
-    c.run(400)
-    assert all_done(c)
-    assert_safe(c)
-
-
-def test_the_budget_holds_under_faults_across_a_pool(make: list[Cluster]) -> None:
-    c = cluster(make, count=8, budget=3, http=False)
-    for index in range(0, 300, 37):
-        c.run(index % 11 + 1, until=lambda: False)
-        c.store.outage(503)
-        c.run(2, until=lambda: False)
-        c.store.heal()
-        c.kill(f"node-{index % 8:03d}")
-        c.run(1, until=lambda: False)
-        c.start(f"node-{index % 8:03d}")
-    c.run(800)
-    assert all_done(c)
-    assert c.stats.max_touched <= 3
-    assert_safe(c)
-
-
-# -- the pod: restarts, SIGTERM ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("step", [*DRIVER_STEPS, State.REBOOTING, State.HANDING_OVER])
-def test_the_pod_restarted_at_every_state_of_the_hand_over_resumes(make: list[Cluster], step: State) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.hosts["node-000"].modules_busy = True  # so that the flow passes through rebooting
-    c.reboot_delay = 200.0
-    run_until_state(c, "node-000", step)
-    c.start("node-000")
-    c.run(400)
-    assert all_done(c)
-    assert c.hosts["node-000"].boot_id != "boot-1"
-    assert_safe(c)
-
-
-@pytest.mark.parametrize("step", [State.MIG_APPLYING, State.MIG_RECOVERING, State.SMOKE_TESTING])
-def test_the_pod_restarted_at_every_state_of_a_mig_change_resumes(make: list[Cluster], step: State) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.mig_outcome["node-000"] = "fail-once"
-    run_until_state(c, "node-000", step)
-    c.start("node-000")
-    c.run(400)
-    assert all_done(c)
-
-
-def test_sigterm_during_a_long_uninstall_finishes_the_step_and_starts_no_other(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    agent = c.agents["node-000"]
-    c.hosts["node-000"].during_uninstall = agent.stop.set
-    c.hosts["node-000"].modules_busy = True
-    run_until_state(c, "node-000", State.UNINSTALLING)
-    c.run(5, until=lambda: False)
-    assert c.hosts["node-000"].uninstall_runs == 1  # the step in progress finished...
-    assert c.state("node-000") == State.UNINSTALLING  # ...as recorded before it began
-    assert not c.hosts["node-000"].reboot_requested  # and no new long step was started
-    c.start("node-000")  # the DaemonSet's next pod
-    c.run(400)
-    assert all_done(c)
-    assert c.hosts["node-000"].uninstall_runs == 1
-
-
-def test_sigterm_sets_the_stop_flag_and_wakes_the_loop() -> None:
-    stop = threading.Event()
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        install_sigterm(stop)
-        os.kill(os.getpid(), signal.SIGTERM)
-        assert stop.wait(2.0)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-# -- the node ------------------------------------------------------------------------------------------------
-@covers(Reason.NODE_DELETED)
-def test_a_node_deleted_mid_flow_is_recorded_on_the_host(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    run_until_state(c, "node-000", State.HANDING_OVER)
-    del c.store.nodes["node-000"]
-    c.run(5, until=lambda: False)
-    assert c.hosts["node-000"].marker is not None
-    assert (c.hosts["node-000"].marker["state"], c.hosts["node-000"].marker["reason"]) == ("failed", "node-deleted")
-    # It comes back (re-registered): the node says what the host remembers, and it is not cordoned silently.
-    c.store.add_node("node-000", {"gpu-platform.io/node-group": "gpu"})
-    c.run(3, until=lambda: False)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "node-deleted")
-    assert_safe(c)
-
-
-@covers(Reason.UNKNOWN_STATE)
-def test_an_unknown_state_label_fails_and_keeps_the_node_cordoned(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    run_until_state(c, "node-000", State.EVICTING)
-    c.store.set_label("node-000", STATE_LABEL, "draining")  # a value from another tool or version
-    c.run(3, until=lambda: False)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "unknown-state")
-    assert c.cordoned("node-000")
-    assert_safe(c)
-
-
-@covers(Reason.EVICTION_BLOCKED, Reason.EVICTION_TIMEOUT)
-def test_an_eviction_blocked_forever_by_a_pdb_fails_and_uncordons(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.store.pdb_blocked.add(("team", "train-node-000"))
-    run_until_state(c, "node-000", State.EVICTING)
-    c.run(3, until=lambda: False)
-    assert c.reason("node-000") == "eviction-blocked"
-    assert c.cordoned("node-000")
-    c.run(200, until=lambda: c.state("node-000") == State.FAILED)
-    assert c.reason("node-000") == "eviction-timeout"
-    assert not c.cordoned("node-000")  # nothing was touched: the node is given back
-    assert c.hosts["node-000"].files
-    c.run(400)
-    assert c.state("node-001") == State.DONE  # the slot was released
-    assert_safe(c)
-
-
-# -- the host --------------------------------------------------------------------------------------------------
+from components.node_agent.agent import objects
+from components.node_agent.agent.controller.reconcile import Controller
+from tests.node_agent.invariants import assert_sound, proves
+from tests.node_agent.sim.actors import LAYOUTS
+from tests.node_agent.sim.api import Client, Pdb
+from tests.node_agent.sim.world import NAMESPACE, World
+
+
+def done(world: World) -> None:
+    world.settle()
+    assert_sound(world)
+
+
+def states(world: World) -> set[str]:
+    return set(world.states().values())
+
+
+def node_patch_to(state: str) -> Any:
+    """A fault hook: the controller's node patch that moves a node to ``state`` fails once per kind given."""
+
+    def hook(kinds: list[str]) -> Any:
+        def pick(caller: str, method: str, argument: Any) -> str:
+            if caller == "controller" and method == "patch_node" and kinds:
+                labels = (argument[1].get("metadata") or {}).get("labels") or {}
+                if labels.get(STATE_LABEL) == state:
+                    return kinds.pop(0)
+            return ""
+
+        return pick
+
+    return hook
+
+
+# -- the driver hand-over ---------------------------------------------------------------------------------
+@proves("I1", "I5")
+def test_handover_completes_one_node_at_a_time() -> None:
+    world = World(nodes=3, budget="1")
+    done(world)
+    assert states(world) == {"done"}
+    assert world.metrics.max_in_maintenance == 1
+    for name in world.states():
+        assert world.labels(name)[GPU_DEPLOY_DRIVER_LABEL] == "true"
+        assert not world.node(name)["spec"].get("unschedulable")
+        assert world.lease_of(name) is None
+
+
+@proves("I1")
+def test_finding_5_percentages_count_live_nodes_not_the_group_maximum() -> None:
+    world = World(nodes=3, budget="50%")  # an autoscaled 2-10 group with 3 live nodes: 2 slots, never 5
+    done(world)
+    assert states(world) == {"done"}
+    assert world.metrics.max_in_maintenance == 2
+
+
+@proves("I1")
+def test_finding_5_a_lower_budget_reaches_a_running_rollout() -> None:
+    world = World(nodes=6, budget="3")
+    world.run(60.0)
+    assert world.in_maintenance("a100") == 3
+    world.set_settings(max_unavailable="1")
+    world.run(3600.0, until=lambda: world.in_maintenance("a100") <= 1)
+    entered_after = world.metrics.admissions
+    world.run(120.0)
+    assert world.in_maintenance("a100") <= 1
+    done(world)
+    assert world.metrics.admissions >= entered_after
+    assert states(world) == {"done"}
+
+
+@proves("I1")
+def test_a_pool_that_grows_gets_a_larger_percentage_budget() -> None:
+    world = World(nodes=2, budget="50%")
+    world.add_node("node-900")
+    world.add_node("node-901")
+    done(world)
+    assert world.metrics.max_in_maintenance == 2
+    assert states(world) == {"done"}
+
+
+@proves("I5")
+def test_finding_1_the_operators_installer_log_is_not_a_host_driver() -> None:
+    world = World(nodes=2, settings={"recheck_seconds": 600})
+    done(world)
+    assert states(world) == {"done"}
+    host = world.hosts["node-000"]
+    assert host.exists("/var/log/nvidia-installer.log")  # left by the uninstaller, written again by the operator
+    world.run(2 * 3600.0)  # several re-inspections after the hand-over
+    assert_sound(world)
+    assert states(world) == {"done"}
+    assert world.labels("node-000")[GPU_DEPLOY_DRIVER_LABEL] == "true"
+    assert not world.halted("a100")
+
+
+@proves("I5", "I6")
+def test_a_host_driver_that_comes_back_after_the_hand_over_halts_the_pool() -> None:
+    world = World(nodes=2, settings={"recheck_seconds": 600})
+    done(world)
+    world.hosts["node-001"].install("run")  # someone runs the .run installer again
+    world.run(1800.0)
+    assert world.state("node-001") == State.FAILED
+    assert world.reason("node-001") == Reason.DRIVER_REAPPEARED
+    assert world.labels("node-001")[GPU_DEPLOY_DRIVER_LABEL] == "false"
+    assert world.node("node-001")["spec"]["unschedulable"] is True
+    assert world.halted("a100")
+    assert_sound(world)
+
+
 @pytest.mark.parametrize(
-    ("setup", "reason"),
+    ("install", "reason"),
     [
-        ({"install": Install.PACKAGE, "detail": "/usr/bin/nvidia-smi: nvidia-utils-550"}, "package-managed"),
-        ({"install": Install.MIXED, "detail": "libnvidia-ml.so.1: libnvidia-compute-550"}, "mixed-install"),
-        ({"install": Install.UNKNOWN}, "unknown-install"),
-        ({"uninstaller": False}, "uninstaller-missing"),
-        ({"install": Install.EXEC_ERROR, "detail": "dpkg -S exited 2: chroot: failed"}, "host-exec-failed"),
+        ("package", Reason.PACKAGE_MANAGED),
+        ("mixed", Reason.MIXED_INSTALL),
+        ("unknown", Reason.UNKNOWN_INSTALL),
+        ("run-no-uninstaller", Reason.UNINSTALLER_MISSING),
     ],
 )
-def test_a_host_that_cannot_be_handed_over_is_refused_untouched(
-    make: list[Cluster], setup: dict[str, object], reason: str
-) -> None:
-    c = cluster(make, count=2, budget=1)
-    for key, value in setup.items():
-        setattr(c.hosts["node-000"], key, value)
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("refused", reason)
-    assert not c.cordoned("node-000")
-    assert c.hosts["node-000"].uninstall_runs == 0
-    assert c.state("node-001") == State.DONE
-    assert any(e["reason"] == "NodeAgentRefused" for e in c.store.events)
+@proves("I2", "I5")
+def test_a_host_the_executor_will_not_touch_is_refused_and_never_cordoned(install: str, reason: Reason) -> None:
+    world = World(nodes=2)
+    host = world.hosts["node-000"]
+    host.files.clear()
+    host.owned.clear()
+    host.install(install)
+    done(world)
+    assert world.state("node-000") == State.REFUSED
+    assert world.reason("node-000") == reason
+    assert not world.node("node-000")["spec"].get("unschedulable")
+    assert world.state("node-001") == State.DONE
 
 
-for _reason in (
-    Reason.PACKAGE_MANAGED,
-    Reason.MIXED_INSTALL,
-    Reason.UNKNOWN_INSTALL,
-    Reason.UNINSTALLER_MISSING,
-    Reason.HOST_EXEC_FAILED,
-):
-    REASON_TESTS[_reason] = "test_a_host_that_cannot_be_handed_over_is_refused_untouched"
+@proves("I5")
+def test_a_broken_dpkg_is_host_exec_failed_not_no_package() -> None:
+    world = World(nodes=1)
+    world.hosts["node-000"].install("package")
+    world.hosts["node-000"].dpkg_broken = True
+    done(world)
+    assert world.reason("node-000") == Reason.HOST_EXEC_FAILED
 
 
-def _runner(answers: dict[str, Result]):
-    def run(argv: list[str]) -> Result:
-        return answers[argv[2]]
-
-    return run
-
-
-def _host_tree(tmp_path: object, *paths: str) -> str:
-    root = str(tmp_path)
-    for path in paths:
-        os.makedirs(os.path.dirname(root + path), exist_ok=True)
-        with open(root + path, "w") as handle:
-            handle.write("x")
-    return root
+@proves("I5")
+def test_a_full_disk_before_the_start_is_refused() -> None:
+    world = World(nodes=1)
+    world.hosts["node-000"].disk_full = True
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.REFUSED, Reason.DISK_FULL)
+    world.hosts["node-000"].disk_full = False
+    world.set_settings(recheck_seconds=60)
+    done(world)
+    assert world.state("node-000") == State.DONE
 
 
-def test_a_dpkg_that_cannot_run_is_an_error_not_no_owner(tmp_path: object) -> None:
-    root = _host_tree(tmp_path, "/usr/bin/dpkg", "/usr/bin/nvidia-smi", "/var/log/nvidia-installer.log")
-    failing = _runner({"dpkg": Result(127, "", "chroot: failed to run command 'dpkg': Permission denied")})
-    facts = RealHost(root, failing).inspect()
-    assert facts.install == Install.EXEC_ERROR
-    assert "Permission denied" in facts.detail
-    not_owned = _runner({"dpkg": Result(1, "", "dpkg-query: no path found matching pattern /usr/bin/nvidia-smi")})
-    assert RealHost(root, not_owned).inspect().install == Install.RUN
-    owned = _runner({"dpkg": Result(0, "nvidia-utils-550: /usr/bin/nvidia-smi\n", "")})
-    assert RealHost(root, owned).inspect().install == Install.MIXED
+@proves("I5", "I6")
+def test_finding_7_a_full_disk_after_the_node_was_touched_fails_with_a_reason_and_halts() -> None:
+    world = World(nodes=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.UNINSTALLING)
+    world.hosts["node-000"].disk_full = True
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.HOST_STEP_FAILED)
+    assert world.halted("a100")
+    assert world.state("node-001") == State.WAITING_SLOT
+    assert world.reason("node-001") == Reason.ROLLOUT_HALTED
 
 
-def test_rpm_not_owned_and_owned_are_told_apart(tmp_path: object) -> None:
-    root = _host_tree(tmp_path, "/usr/bin/rpm", "/usr/bin/nvidia-smi")
-    not_owned = _runner({"rpm": Result(1, "file /usr/bin/nvidia-smi is not owned by any package\n", "")})
-    assert RealHost(root, not_owned).inspect().install == Install.UNKNOWN
-    owned = _runner({"rpm": Result(0, "nvidia-driver-cuda-550\n", "")})
-    assert RealHost(root, owned).inspect().install == Install.PACKAGE
-    broken = _runner({"rpm": Result(1, "", "error: rpmdb: BDB0113 Thread/process failed")})
-    assert RealHost(root, broken).inspect().install == Install.EXEC_ERROR
+@proves("I5", "I6")
+def test_a_failed_uninstall_keeps_the_node_cordoned_and_halts_the_pool() -> None:
+    world = World(nodes=3)
+    world.hosts["node-000"].uninstall_rc = 1
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.UNINSTALL_FAILED)
+    assert world.node("node-000")["spec"]["unschedulable"] is True
+    assert {world.state("node-001"), world.state("node-002")} == {State.WAITING_SLOT}
+    assert "node-000" in world.detail("node-001")
 
 
-@covers(Reason.DISK_FULL)
-def test_a_full_disk_refuses_before_cordoning_and_recovers(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.hosts["node-000"].disk_full = True
-    c.run(10, until=lambda: c.state("node-000") == State.REFUSED)
-    assert (c.state("node-000"), c.reason("node-000")) == ("refused", "disk-full")
-    assert not c.cordoned("node-000")
-    c.hosts["node-000"].disk_full = False
-    c.run(400, until=lambda: all_done(c))
-    assert all_done(c)
+@proves("I6")
+def test_clearing_the_halt_lets_the_rollout_go_on() -> None:
+    world = World(nodes=3)
+    world.hosts["node-000"].uninstall_rc = 1
+    done(world)
+    world.delete_lease("node-000")  # the documented clear command, after fixing the node
+    done(world)
+    assert [world.state(n) for n in ("node-001", "node-002")] == [State.DONE, State.DONE]
+    assert world.state("node-000") == State.FAILED
 
 
-@covers(Reason.UNINSTALL_FAILED)
-def test_a_failing_uninstaller_keeps_the_node_cordoned_and_halts_the_pool(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1)
-    c.hosts["node-000"].uninstall_rc = 1
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "uninstall-failed")
-    assert c.cordoned("node-000")
-    lease = c.store.leases[(NAMESPACE, slot_lease_name("gpu", 0))]
-    assert lease["metadata"]["annotations"][LEASE_FAILED_ANNOTATION] == "uninstall-failed"
-    assert (c.state("node-001"), c.reason("node-001")) == ("waiting-slot", "rollout-halted")
-    assert_safe(c)
+@proves("I5")
+def test_a_module_in_use_takes_the_one_reboot() -> None:
+    world = World(nodes=1)
+    world.hosts["node-000"].modules_busy = True
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].reboots_requested == 1
 
 
-@covers(Reason.FILES_REMAIN)
-def test_files_left_after_the_uninstall_fail_the_node(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.hosts["node-000"].uninstall_leaves_files = True
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "files-remain")
-    assert c.cordoned("node-000")
-    assert c.node("node-000")["metadata"]["labels"]["nvidia.com/gpu.deploy.driver"] == "pre-installed"
+@proves("I5", "I6")
+def test_a_module_loaded_again_after_the_reboot_is_module_stuck() -> None:
+    world = World(nodes=1)
+    world.hosts["node-000"].modules_busy = True
+    world.hosts["node-000"].stuck_module = True
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.MODULE_STUCK)
+    assert world.hosts["node-000"].reboots_requested == 1
 
 
-def test_a_busy_module_reboots_exactly_once_guarded_by_the_boot_id(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.hosts["node-000"].modules_busy = True
-    run_until_state(c, "node-000", State.REBOOTING)
-    assert c.record("node-000")["reboot_boot_id"] == "boot-1"
-    c.run(400)
-    assert all_done(c)
-    assert c.hosts["node-000"].boot_id != "boot-1"
+@proves("I5")
+def test_a_reboot_that_never_happens_is_reboot_not_performed() -> None:
+    world = World(nodes=1)
+    world.hosts["node-000"].modules_busy = True
+    world.hosts["node-000"].ignore_reboot = True
+    done(world)
+    assert world.reason("node-000") == Reason.REBOOT_NOT_PERFORMED
 
 
-@covers(Reason.MODULE_STUCK)
-def test_a_module_still_loaded_after_the_one_reboot_fails(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.hosts["node-000"].module_stuck = True
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "module-stuck")
-    assert c.cordoned("node-000")
+@proves("I5")
+def test_without_reboots_the_node_waits_for_kured_with_a_reason() -> None:
+    world = World(nodes=1, allow_reboot=False)
+    world.hosts["node-000"].modules_busy = True
+    world.run(3600.0)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.REBOOTING, Reason.REBOOT_PENDING)
+    assert world.hosts["node-000"].sentinel
+    world.reboot("node-000")  # kured reboots it
+    done(world)
+    assert world.state("node-000") == State.DONE
 
 
-@covers(Reason.REBOOT_NOT_PERFORMED)
-def test_a_reboot_that_never_returns_fails_after_the_timeout(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.hosts["node-000"].modules_busy = True
-    c.reboot_fails.add("node-000")
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "reboot-not-performed")
-    assert c.cordoned("node-000")
-    assert_safe(c)
+@proves("I5", "I6")
+def test_an_operator_driver_that_never_turns_ready_is_driver_not_ready() -> None:
+    world = World(nodes=2)
+    world.driver.never_ready.add("node-000")
+    done(world)
+    assert world.reason("node-000") == Reason.DRIVER_NOT_READY
+    assert world.halted("a100")
 
 
-@covers(Reason.REBOOT_PENDING)
-def test_without_reboots_the_kured_sentinel_is_written_and_the_node_waits(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, settings=Settings(pool_budgets={"gpu": 1}, allow_reboot=False, lease_ttl_seconds=300.0))
-    c.hosts["node-000"].modules_busy = True
-    c.run(100, until=lambda: False)
-    assert (c.state("node-000"), c.reason("node-000")) == ("rebooting", "reboot-pending")
-    assert c.hosts["node-000"].reboot_sentinel
-    assert_safe(c)
+@proves("I5")
+def test_a_driver_file_left_behind_is_files_remain() -> None:
+    world = World(nodes=1)
+    world.hosts["node-000"].leave_files = True
+    done(world)
+    assert world.reason("node-000") == Reason.FILES_REMAIN
 
 
-@covers(Reason.DRIVER_NOT_READY)
-def test_an_operator_driver_that_never_gets_ready_fails(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.driver_delay = 1e9
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "driver-not-ready")
-    assert c.cordoned("node-000")
+@proves("I4", "I5", "I6")
+def test_an_executor_that_dies_after_touching_fails_the_node_and_keeps_its_slot() -> None:
+    world = World(nodes=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.UNINSTALLING)
+    world.kill_executor("node-000")
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.EXECUTOR_LOST)
+    lease = world.lease_of("node-000")
+    assert lease is not None and objects.annotations_of(lease)[LEASE_TOUCHED_ANNOTATION] == "true"
+    assert world.state("node-001") == State.WAITING_SLOT
 
 
-@covers(Reason.DRIVER_REAPPEARED)
-def test_a_driver_that_reappears_takes_the_node_from_the_operator(make: list[Cluster]) -> None:
-    c = cluster(make, count=1)
-    c.run(400)
-    assert all_done(c)
-    c.hosts["node-000"].files = True  # someone ran the .run installer again
-    c.hosts["node-000"].install = Install.RUN
-    c.run(8, until=lambda: False)  # done nodes poll every idlePollSeconds
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "driver-reappeared")
-    assert c.node("node-000")["metadata"]["labels"]["nvidia.com/gpu.deploy.driver"] == "false"
-    assert c.cordoned("node-000")
+@pytest.mark.parametrize(
+    "state",
+    [State.CORDONED, State.EVICTING, State.UNINSTALLING, State.VERIFYING, State.HANDING_OVER],
+)
+@proves("I1", "I2", "I4", "I5")
+def test_the_controller_restarted_in_any_state_resumes(state: State) -> None:
+    world = World(nodes=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == state)
+    world.restart_controller(down=45.0)
+    done(world)
+    assert states(world) == {"done"}
 
 
-# -- mig-manager -----------------------------------------------------------------------------------------------
-def test_mig_manager_failed_is_recovered_once_by_the_toggle(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.mig_outcome["node-000"] = "fail-once"
-    c.run(400)
-    assert all_done(c)
-    assert c.record("node-000")["state"] == "done"
+@pytest.mark.parametrize("kind", ["503", "timeout", "timeout-after", "409"])
+@proves("I2", "I5")
+def test_finding_2_the_finishing_write_that_fails_is_sent_again(kind: str) -> None:
+    world = World(nodes=2)
+    world.faults.hook = node_patch_to(State.DONE)([kind, kind])
+    done(world)
+    assert states(world) == {"done"}
+    assert not any(world.node(n)["spec"].get("unschedulable") for n in world.states())
+    assert world.leases() == []
 
 
-@covers(Reason.MIG_FAILED)
-def test_mig_manager_failed_again_after_the_toggle_fails_the_node(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, budget=1, flow="mig")
-    c.mig_outcome["node-000"] = "failed"
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) in {("failed", "mig-failed")}
-    assert c.cordoned("node-000")
-    assert (c.state("node-001"), c.reason("node-001")) == ("waiting-slot", "rollout-halted")
-    assert_safe(c)
+@pytest.mark.parametrize("kind", ["503", "timeout", "409"])
+@proves("I2")
+def test_finding_2_a_failed_lease_release_is_retried_no_finished_node_keeps_a_slot(kind: str) -> None:
+    world = World(nodes=3)
+    failures = [kind, kind, kind]
+
+    def hook(caller: str, method: str, argument: Any) -> str:
+        return failures.pop(0) if method == "delete_lease" and failures else ""
+
+    world.faults.hook = hook
+    done(world)
+    assert states(world) == {"done"}
+    assert world.leases() == []
 
 
-def test_a_wedged_pending_is_recovered_by_the_toggle(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.mig_outcome["node-000"] = "wedged"
-    c.run(600)
-    assert all_done(c)
+@proves("I1", "I4")
+def test_finding_5_a_lease_deleted_mid_flow_does_not_free_a_slot() -> None:
+    world = World(nodes=3, budget="1")
+    world.run(3600.0, until=lambda: world.state("node-000") == State.UNINSTALLING)
+    world.delete_lease("node-000")
+    world.run(30.0)
+    assert world.in_maintenance("a100") == 1
+    lease = world.lease_of("node-000")
+    assert lease is not None and objects.annotations_of(lease)[LEASE_TOUCHED_ANNOTATION] == "true"
+    done(world)
+    assert states(world) == {"done"}
 
 
-@covers(Reason.MIG_TIMEOUT)
-def test_a_pending_wedged_for_good_times_out(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.mig_outcome["node-000"] = "wedged-always"
-    c.run(800)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "mig-timeout")
-    assert c.cordoned("node-000")
+@proves("I4", "I6")
+def test_finding_6_a_node_recreated_under_the_same_name_does_not_inherit_the_halt() -> None:
+    world = World(nodes=3)
+    world.hosts["node-000"].uninstall_rc = 1
+    done(world)
+    assert world.halted("a100")
+    world.recreate("node-000")  # autoscaling: a new VM, a new UID, the same name
+    done(world)
+    assert world.halted("a100")
+    assert world.state("node-000") == State.WAITING_SLOT
+    assert world.reason("node-000") == Reason.ROLLOUT_HALTED
+    assert world.state("node-001") == State.WAITING_SLOT
 
 
-@covers(Reason.SMOKE_FAILED)
-def test_a_failing_smoke_pod_fails_the_node(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.smoke_fails.add("node-000")
-    c.node("node-000")["spec"]["taints"] = [mig_taint()]
-    c.run(400)
-    assert (c.state("node-000"), c.reason("node-000")) == ("failed", "smoke-failed")
-    assert c.cordoned("node-000")
-    assert [t["key"] for t in c.node("node-000")["spec"]["taints"]] == [MIG_PENDING_TAINT_KEY]
+@proves("I4", "I6")
+def test_finding_6_a_touched_node_that_vanishes_mid_flow_halts_the_pool() -> None:
+    world = World(nodes=3)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.UNINSTALLING)
+    world.recreate("node-000")
+    done(world)
+    assert world.halted("a100")
+    failed = [objects.annotations_of(lease)[LEASE_FAILED_ANNOTATION] for lease in world.leases()]
+    assert failed == [Reason.NODE_DELETED]
+    assert world.state("node-000") == State.WAITING_SLOT
 
 
-def test_dry_run_changes_nothing(make: list[Cluster]) -> None:
-    c = cluster(make, count=2, settings=Settings(pool_budgets={"gpu": 1}, dry_run=True))
-    c.run(20, until=lambda: False)
-    assert not any(c.cordoned(n) for n in c.hosts)
-    assert c.store.leases == {}
-    assert all(c.hosts[n].uninstall_runs == 0 for n in c.hosts)
-    assert "dry run" in c.node("node-000")["metadata"]["annotations"]["gpu-platform.io/node-agent.detail"]
+@proves("I1")
+def test_a_node_deleted_before_it_was_touched_frees_its_slot() -> None:
+    world = World(nodes=3)
+    world.api.pdbs.append(Pdb("team", "app", "train-node-000", 0))
+    world.run(3600.0, until=lambda: world.state("node-000") == State.EVICTING)
+    world.delete_node("node-000")
+    world.api.pdbs.clear()
+    done(world)
+    assert states(world) == {"done"}
+    assert not world.halted("a100")
 
 
-def test_a_changed_desired_layout_after_done_starts_a_new_change(make: list[Cluster]) -> None:
-    c = cluster(make, count=1, flow="mig")
-    c.run(400)
-    c.store.set_label("node-000", MIG_DESIRED_LABEL, "all-3g.40gb")
-    c.run(20, until=lambda: c.state("node-000") == State.EVICTING)
-    assert c.state("node-000") == State.EVICTING
-    c.run(400)
-    assert all_done(c)
-    assert c.node("node-000")["metadata"]["labels"][MIG_LABEL] == "all-3g.40gb"
+@proves("I3", "I5")
+def test_finding_4_a_daemonset_pod_asking_for_a_gpu_blocks_the_node_and_it_fails_untouched() -> None:
+    world = World(nodes=2, settings={"eviction_timeout_seconds": 120})
+    world.daemon_sets.add("gpu-probe")
+    done(world)
+    for name in world.states():
+        assert (world.state(name), world.reason(name)) == (State.FAILED, Reason.EVICTION_TIMEOUT)
+        assert not world.node(name)["spec"].get("unschedulable")  # never touched: uncordoned
+        assert world.hosts[name].uninstall_runs == 0
+    assert not world.halted("a100")
 
 
-def test_every_failure_reason_has_a_fault_test() -> None:
-    assert set(REASON_TESTS) == set(Reason)
-    assert all(callable(globals()[name]) for name in REASON_TESTS.values())
+@proves("I2", "I3")
+def test_finding_4_a_node_uncordoned_by_someone_mid_change_is_cordoned_again_with_an_event() -> None:
+    world = World(nodes=2, pods_per_node=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.EVICTING)
+    world.human_patch("node-000", {"spec": {"unschedulable": False}})
+    done(world)
+    assert states(world) == {"done"}
+    reasons = [e["reason"] for e in world.api.store["events"].values() if e["involvedObject"]["name"] == "node-000"]
+    assert "Recordoned" in reasons
+
+
+@proves("I3")
+def test_finding_4_a_workload_that_lands_while_the_host_is_changed_is_evicted_first() -> None:
+    world = World(nodes=1, pods_per_node=1)
+    world.hosts["node-000"].modules_busy = True
+    world.run(3600.0, until=lambda: world.state("node-000") == State.VERIFYING)
+    world.human_patch("node-000", {"spec": {"unschedulable": False}})
+    world.run(5.0)
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I5", "I2")
+def test_a_pdb_that_never_allows_eviction_fails_the_node_untouched_and_uncordoned() -> None:
+    world = World(nodes=2, settings={"eviction_timeout_seconds": 120})
+    world.api.pdbs.append(Pdb("team", "app", "train-node-000", 0))
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.EVICTION_TIMEOUT)
+    assert not world.node("node-000")["spec"].get("unschedulable")
+    assert world.state("node-001") == State.DONE
+
+
+@proves("I3", "I5")
+def test_a_pdb_allowing_one_disruption_lets_the_pods_go_one_by_one() -> None:
+    world = World(nodes=2, pods_per_node=3)
+    world.api.pdbs.append(Pdb("team", "app", "train-node-000", 1))
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I2")
+def test_finding_7_a_node_cordoned_before_the_rollout_stays_cordoned() -> None:
+    world = World(nodes=2)
+    world.human_patch("node-001", {"spec": {"unschedulable": True}})
+    done(world)
+    assert states(world) == {"done"}
+    assert world.node("node-001")["spec"]["unschedulable"] is True
+    assert not world.node("node-000")["spec"].get("unschedulable")
+
+
+@proves("I2")
+def test_finding_7_a_cordon_between_the_controllers_read_and_its_cordon_is_not_lost() -> None:
+    world = World(nodes=1)
+    cordoned: list[bool] = []
+
+    def hook(caller: str, method: str, argument: Any) -> str:
+        labels = (argument[1].get("metadata") or {}).get("labels") or {} if method == "patch_node" else {}
+        if caller == "controller" and labels.get(STATE_LABEL) == State.CORDONED and not cordoned:
+            cordoned.append(True)
+            world.human_patch("node-000", {"spec": {"unschedulable": True}})  # another writer gets in first
+        return ""
+
+    world.faults.hook = hook
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.node("node-000")["spec"]["unschedulable"] is True  # theirs: kept
+
+
+@pytest.mark.parametrize("kind", ["503", "timeout", "409"])
+@proves("I5")
+def test_finding_7_a_lost_gpu_deploy_driver_write_is_sent_again(kind: str) -> None:
+    world = World(nodes=1)
+    world.faults.hook = node_patch_to(State.HANDING_OVER)([kind, kind])
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.labels("node-000")[GPU_DEPLOY_DRIVER_LABEL] == "true"
+
+
+@proves("I2", "I5")
+def test_dry_run_changes_nothing_and_says_what_it_would_do() -> None:
+    world = World(nodes=2, settings={"dry_run": True})
+    world.run(1800.0)
+    assert_sound(world)
+    for name in world.states():
+        assert world.state(name) == State.IDLE
+        assert not world.node(name)["spec"].get("unschedulable")
+        assert world.hosts[name].uninstall_runs == 0
+        assert world.detail(name).startswith("dry run: would")
+    assert world.leases() == []
+
+
+@proves("I5")
+def test_a_node_that_did_not_opt_in_is_never_touched() -> None:
+    world = World(nodes=2)
+    world.human_patch("node-001", {"metadata": {"labels": {HOST_DRIVER_REMOVAL_LABEL: None}}})
+    done(world)
+    assert world.state("node-001") == State.IDLE
+    assert world.hosts["node-001"].uninstall_runs == 0
+
+
+@proves("I1")
+def test_two_controllers_one_leader() -> None:
+    world = World(nodes=4, budget="1")
+    second = Controller(Client(world.api, "controller", NAMESPACE), NAMESPACE, "controller-b", lambda: world.t)
+
+    def both() -> None:
+        second.reconcile()
+        world.at(7.0, both)
+
+    world.at(3.0, both)
+    done(world)
+    assert states(world) == {"done"}
+    assert world.metrics.max_in_maintenance == 1
+
+
+# -- containment -----------------------------------------------------------------------------------------
+@proves("I4")
+def test_finding_8_an_executor_may_change_only_its_own_nodes_report() -> None:
+    world = World(nodes=2)
+    executor = Client(world.api, "executor:node-000", NAMESPACE)
+    attempts = [
+        lambda: executor.patch_node(
+            "node-001", {"metadata": {"annotations": {"gpu-platform.io/node-agent.report": "{}"}}}
+        ),
+        lambda: executor.patch_node("node-000", {"spec": {"unschedulable": True}}),
+        lambda: executor.patch_node("node-000", {"metadata": {"labels": {STATE_LABEL: "done"}}}),
+        lambda: executor.patch_node("node-000", {"metadata": {"finalizers": ["x"]}}),
+        lambda: executor.evict("team", "train-node-001-1"),
+        lambda: executor.list_leases(NAMESPACE, "x"),
+        lambda: executor.delete_lease(NAMESPACE, "node-agent-x", ""),
+        lambda: executor.list_pods(),
+    ]
+    for attempt in attempts:
+        with pytest.raises(Exception, match="403"):
+            attempt()
+    assert len(world.api.forbidden) == len(attempts)
+
+
+def test_finding_8_the_controller_may_not_change_other_taints_owners_or_finalizers() -> None:
+    world = World(nodes=1)
+    controller = Client(world.api, "controller", NAMESPACE)
+    for patch in (
+        {"spec": {"taints": [{"key": "x", "effect": "NoExecute"}]}},
+        {"metadata": {"finalizers": ["x"]}},
+        {"metadata": {"ownerReferences": [{"kind": "Node"}]}},
+        {"metadata": {"labels": {"team": "x"}}},
+    ):
+        with pytest.raises(Exception, match="403"):
+            controller.patch_node("node-000", patch)
+
+
+# -- MIG layouts ------------------------------------------------------------------------------------------
+@proves("I1", "I3", "I5")
+def test_mig_layout_changes_one_node_at_a_time() -> None:
+    world = World(nodes=3, flow="mig")
+    done(world)
+    assert states(world) == {"done"}
+    for name in world.states():
+        assert world.hosts[name].mig_layout == "all-1g.10gb"
+        assert world.labels(name)[MIG_LABEL] == "all-1g.10gb"
+        assert not world.node(name)["spec"].get("unschedulable")
+
+
+@proves("I3", "I5")
+def test_finding_3_a_leftover_success_is_not_an_answer() -> None:
+    world = World(nodes=1, flow="mig", leftover_state="success")
+    world.timing.mig_checks = (30.0, 40.0)  # mig-manager answers late: the old "success" is there for 30 s
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].mig_layout == "all-1g.10gb"
+
+
+@proves("I5")
+def test_finding_3_a_leftover_failed_is_not_an_answer() -> None:
+    world = World(nodes=1, flow="mig", leftover_state=MIG_STATE_FAILED)
+    world.timing.mig_checks = (30.0, 40.0)
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I5")
+def test_finding_3_operands_left_paused_by_mig_manager_are_restored() -> None:
+    world = World(nodes=1, flow="mig")
+    world.mig.pod("node-000").no_restart = True  # a success earlier in this mig-manager pod's life
+    world.mig.fail.add("node-000")
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.MIG_FAILED)
+    for key in OPERAND_DEPLOY_LABELS:
+        assert world.labels("node-000")[key] == "true", key
+
+
+@proves("I5")
+def test_one_mig_failure_is_recovered_by_the_toggle() -> None:
+    world = World(nodes=1, flow="mig")
+    world.mig.fail.add("node-000")
+
+    def heal() -> None:
+        if world.labels("node-000").get(MIG_LABEL) == "all-disabled":
+            world.mig.fail.discard("node-000")
+        else:
+            world.at(5.0, heal)
+
+    world.at(5.0, heal)
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I5", "I6")
+def test_mig_failing_after_the_toggle_fails_the_node_and_halts_the_pool() -> None:
+    world = World(nodes=2, flow="mig")
+    world.mig.fail.add("node-000")
+    done(world)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.MIG_FAILED)
+    assert world.reason("node-001") == Reason.ROLLOUT_HALTED
+
+
+@proves("I5")
+def test_a_mig_manager_that_never_answers_is_mig_timeout() -> None:
+    world = World(nodes=1, flow="mig")
+    world.mig.stall.add("node-000")
+    done(world)
+    assert world.reason("node-000") == Reason.MIG_TIMEOUT
+
+
+@proves("I5")
+def test_a_mig_manager_restarted_mid_run_leaves_pending_and_the_toggle_recovers() -> None:
+    world = World(nodes=1, flow="mig")
+    world.run(3600.0, until=lambda: world.labels("node-000").get(MIG_STATE_LABEL) == "pending")
+    world.mig.restarted("node-000")  # the pod dies mid-run: "pending" stays (gpu-operator#2833)
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I5", "I6")
+def test_a_failing_smoke_pod_fails_the_node() -> None:
+    world = World(nodes=2, flow="mig")
+    world.smoke_failing.add("node-000")
+    done(world)
+    assert world.reason("node-000") == Reason.SMOKE_FAILED
+    assert world.halted("a100")
+
+
+@proves("I3", "I5")
+def test_a_desired_layout_changed_mid_flow_is_applied() -> None:
+    world = World(nodes=1, flow="mig")
+    world.run(3600.0, until=lambda: world.state("node-000") == State.MIG_APPLYING)
+    world.human_patch("node-000", {"metadata": {"labels": {MIG_DESIRED_LABEL: "all-3g.40gb"}}})
+    world.set_settings(mig_resources={"a100": LAYOUTS["all-3g.40gb"]})
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].mig_layout == "all-3g.40gb"
+
+
+@proves("I5")
+def test_a_new_node_already_in_its_layout_loses_the_pending_taint() -> None:
+    world = World(nodes=1, flow="mig", start_layout="all-1g.10gb")
+    taint = {"key": MIG_PENDING_TAINT_KEY, "effect": "NoSchedule"}
+    world.human_patch("node-000", {"spec": {"taints": [taint]}})
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert not world.node("node-000")["spec"].get("taints")
+
+
+@proves("I3")
+def test_a_gpu_pod_that_appears_during_the_mig_change_is_evicted() -> None:
+    world = World(nodes=1, flow="mig", pods_per_node=1)
+    world.timing.mig_checks = (40.0, 50.0)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.MIG_APPLYING)
+    world.human_patch("node-000", {"spec": {"unschedulable": False}})
+    done(world)
+    assert world.state("node-000") in (State.DONE, State.FAILED)
+    assert world.reason("node-000") in ("", Reason.MIG_FAILED)
+
+
+@proves("I5")
+def test_an_allocatable_that_never_matches_is_not_done() -> None:
+    world = World(nodes=1, flow="mig", settings={"mig_resources": {"a100": {"nvidia.com/mig-1g.10gb": 55}}})
+    done(world)
+    assert world.state("node-000") == State.FAILED
+    assert world.reason("node-000") == Reason.MIG_TIMEOUT
+
+
+# -- many faults at once -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("flow", ["driver", "mig"])
+@proves("I1", "I2", "I3", "I4", "I5", "I6")
+def test_random_faults_at_every_call(flow: str, seed: int) -> None:
+    world = World(nodes=8, flow=flow, budget="2", seed=seed, fault_rate=0.15, pods_per_node=2)
+    done(world)
+    assert states(world) == {"done"}
+    assert world.faults.injected > 20
+
+
+@pytest.mark.parametrize("seed", range(3))
+@proves("I1", "I2", "I4", "I5", "I6")
+def test_random_faults_with_failing_nodes_and_restarts(seed: int) -> None:
+    world = World(nodes=8, budget="3", seed=seed, fault_rate=0.1)
+    world.hosts["node-003"].uninstall_rc = 1
+    world.hosts["node-005"].modules_busy = True
+    world.at(400.0, lambda: world.restart_controller(30.0))
+    world.at(900.0, lambda: world.reboot("node-006"))
+    done(world)
+    assert world.reason("node-003") == Reason.UNINSTALL_FAILED
+    halted = [n for n, s in world.states().items() if s == State.WAITING_SLOT]
+    assert all(world.reason(n) == Reason.ROLLOUT_HALTED for n in halted)
+
+
+def test_every_named_fault_test_names_an_invariant() -> None:
+    from tests.node_agent.invariants import PROVES
+
+    tests = [name for name in globals() if name.startswith("test_") and "named" not in name]
+    unnamed = [name for name in tests if name not in PROVES and "may_not" not in name]
+    assert unnamed == []
+    assert len(PROVES) >= 40
+
+
+@proves("I5")
+def test_reason_and_detail_are_on_the_node_for_operators() -> None:
+    world = World(nodes=2)
+    world.hosts["node-000"].uninstall_rc = 1
+    done(world)
+    node = world.node("node-000")
+    assert objects.labels(node)[REASON_LABEL] == Reason.UNINSTALL_FAILED
+    assert "delete lease node-agent-" in objects.annotations_of(node)[DETAIL_ANNOTATION]
+
+
+@proves("I5")
+def test_a_layout_wedged_at_its_own_value_is_toggled_not_written_again() -> None:
+    world = World(nodes=1, flow="mig", start_layout="all-1g.10gb", leftover_state="pending")
+    world.hosts["node-000"].mig_layout = "all-disabled"  # the label says 1g.10gb; mig-manager never applied it
+    world.human_patch("node-000", {"status": {"allocatable": {"cpu": "64", "nvidia.com/gpu": "8"}}})
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].mig_layout == "all-1g.10gb"
+    assert world.mig.runs >= 2  # the toggle, then the layout
+
+
+@proves("I4", "I5")
+def test_a_reboot_in_the_middle_of_the_uninstall_resumes_from_the_host_record() -> None:
+    world = World(nodes=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.UNINSTALLING)
+    world.reboot("node-000")  # power cut: the executor dies with its step; the request is still there
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I5")
+def test_a_node_rebooted_by_someone_while_it_is_evicted_goes_on() -> None:
+    world = World(nodes=1, pods_per_node=2)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.EVICTING)
+    world.reboot("node-000")
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I5")
+def test_an_executor_restarted_mid_step_answers_the_request_once() -> None:
+    world = World(nodes=1)
+    world.run(3600.0, until=lambda: world.state("node-000") == State.VERIFYING)
+    executor = world.executors.pop("node-000")
+    world.run(20.0)
+    world.executors["node-000"] = executor  # the DaemonSet's next pod
+    world._poll("node-000", 1.0)
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].uninstall_runs == 1
+
+
+@pytest.mark.parametrize("state", [State.MIG_APPLYING, State.SMOKE_TESTING])
+@proves("I1", "I3", "I5")
+def test_the_controller_restarted_during_a_mig_change_resumes(state: State) -> None:
+    world = World(nodes=2, flow="mig")
+    world.run(3600.0, until=lambda: world.state("node-000") == state)
+    world.restart_controller(down=60.0)
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I1", "I2")
+def test_dry_run_switched_on_mid_rollout_admits_nobody_new() -> None:
+    world = World(nodes=4, budget="1")
+    world.run(3600.0, until=lambda: world.state("node-000") == State.EVICTING)
+    world.set_settings(dry_run=True)
+    world.run(3 * 3600.0)
+    assert_sound(world)
+    assert world.metrics.admissions == 1
+    assert [world.state(n) for n in ("node-001", "node-002", "node-003")] != [State.DONE] * 3
+
+
+@pytest.mark.parametrize("kind", ["503", "timeout", "timeout-after"])
+@proves("I3", "I5")
+def test_evictions_that_fail_are_asked_again(kind: str) -> None:
+    world = World(nodes=1, pods_per_node=3)
+    failures = [kind] * 4
+
+    def hook(caller: str, method: str, argument: Any) -> str:
+        return failures.pop(0) if method == "evict" and failures else ""
+
+    world.faults.hook = hook
+    done(world)
+    assert world.state("node-000") == State.DONE
+
+
+@proves("I1")
+def test_unreadable_settings_change_nothing_until_they_are_back() -> None:
+    world = World(nodes=2)
+    settings = world.api.store["configmaps"].pop("gpu-platform-system/node-agent-settings")
+    world.run(1800.0)
+    assert world.metrics.admissions == 0 and set(world.states().values()) == {"idle"}
+    world.api.put("configmaps", "gpu-platform-system/node-agent-settings", settings)
+    done(world)
+    assert states(world) == {"done"}
+
+
+@proves("I1")
+def test_a_node_without_a_pool_label_is_never_admitted() -> None:
+    world = World(nodes=2)
+    world.human_patch("node-001", {"metadata": {"labels": {"gpu-platform.io/node-group": None}}})
+    world.run(3 * 3600.0)
+    assert_sound(world)
+    assert world.state("node-000") == State.DONE
+    assert world.state("node-001") in (State.IDLE, State.WAITING_SLOT)
+    assert world.hosts["node-001"].uninstall_runs == 0

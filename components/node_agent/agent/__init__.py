@@ -1,1 +1,1 @@
-"""The node agent's own code: standard library only, shipped to the nodes in a ConfigMap."""
+"""The node agent's shipped code: the rollout controller and the node executors (standard library only)."""

@@ -1,10 +1,12 @@
 """A small Kubernetes API client: JSON over HTTPS with the pod's service-account token.
 
-Why not a library: the agent runs air-gapped on the stock Python image with no image to build and no
-pip, so it can use only the standard library. It needs a dozen calls (nodes, pods, evictions, Leases,
-Events) and nothing of client-go's machinery (informers, discovery); ``urllib`` with the cluster CA
-and a bearer token is all of it. Every failure is an :class:`ApiError` carrying the HTTP status (0 for a
-timeout or a refused connection), so the executor can tell a conflict from a PDB from an outage.
+Why not a library: the controller and the executors run air-gapped on the stock Python image with no image
+to build and no pip, so they can use only the standard library. They need a dozen calls (nodes, pods,
+evictions, Leases, Events, one ConfigMap) and nothing of client-go's machinery (informers, discovery): the
+controller lists everything it needs at each reconcile. ``urllib`` with the cluster CA and a bearer token is
+all of it. Every failure is an :class:`ApiError` carrying the HTTP status (0 for a timeout or a refused
+connection: the write may or may not have happened), so a caller can tell a conflict from a PDB from an
+outage.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, Protocol
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -76,20 +78,27 @@ class Kube:
             raise ApiError(0, f"{method} {path}: {error}") from None
         return json.loads(raw) if raw else None
 
-    # -- the calls the agent makes ------------------------------------------------------------------------
+    # -- the calls the controller and the executors make -------------------------------------------------
     def get_node(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"/api/v1/nodes/{name}")
+
+    def list_nodes(self, label_selector: str) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/api/v1/nodes", query={"labelSelector": label_selector}).get("items", []))
+
+    def list_pods(self) -> list[dict[str, Any]]:
+        """Every pod of the cluster (the controller's one pod list per reconcile)."""
+        return list(self.request("GET", "/api/v1/pods").get("items", []))
+
+    def list_daemon_sets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets"
+        return list(self.request("GET", path, query={"labelSelector": label_selector}).get("items", []))
+
+    def get_config_map(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; with ``metadata.resourceVersion`` in it the API answers 409 on a conflict."""
         return self.request("PATCH", f"/api/v1/nodes/{name}", patch, content_type="application/merge-patch+json")
-
-    def node_pods(self, node: str, namespace: str = "", label_selector: str = "") -> list[dict[str, Any]]:
-        path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
-        query = {"fieldSelector": f"spec.nodeName={node}"}
-        if label_selector:
-            query["labelSelector"] = label_selector
-        return list(self.request("GET", path, query=query).get("items", []))
 
     def evict(self, namespace: str, name: str) -> None:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
@@ -124,3 +133,37 @@ class Kube:
 
     def create_event(self, namespace: str, event: dict[str, Any]) -> None:
         self.request("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
+
+class Api(Protocol):
+    """The calls the controller and the executors make (:class:`Kube`, or the tests' simulated API server)."""
+
+    def get_node(self, name: str) -> dict[str, Any]: ...
+
+    def list_nodes(self, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]: ...
+
+    def list_pods(self) -> list[dict[str, Any]]: ...
+
+    def list_daemon_sets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def get_config_map(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def evict(self, namespace: str, name: str) -> None: ...
+
+    def create_pod(self, namespace: str, pod: dict[str, Any]) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def list_leases(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def create_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]: ...
+
+    def replace_lease(self, namespace: str, lease: dict[str, Any]) -> dict[str, Any]: ...
+
+    def delete_lease(self, namespace: str, name: str, resource_version: str) -> None: ...
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None: ...

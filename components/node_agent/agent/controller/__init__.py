@@ -1,0 +1,1 @@
+"""The rollout controller: every cluster-side decision, level-triggered, one leader at a time."""

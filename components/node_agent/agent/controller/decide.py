@@ -1,0 +1,794 @@
+"""The controller's decisions for one node: observations and durable intent in, the next API calls out.
+
+Pure: no I/O, no clock. Every call it returns is idempotent and is computed again at the next reconcile
+if it did not happen, so no decision depends on "the previous write succeeded". The rules that make a
+failed write harmless:
+
+- cluster-side effects on a Node (state, reason, cordon, uncordon, MIG label, ``gpu.deploy.driver``, operand
+  labels, the request to the executor) go in **one** merge patch, with the resourceVersion they were computed
+  from: they all happen, or none does;
+- a node's Lease is created **before** the node is cordoned, marked touched **before** the first host step,
+  and marked failed (the halt) **before** the node is failed; it is deleted only **after** the node is done;
+- before every step that changes the host or the MIG layout, the node's pods are checked again: a GPU pod
+  on the node (even a DaemonSet's) means evict and wait, never act.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from components.catalog.node_agent import (
+    AGENT_IMAGE,
+    DETAIL_ANNOTATION,
+    DRIVER_CONTAINER,
+    FLOW_LABEL,
+    GPU_DEPLOY_DRIVER_LABEL,
+    LEASE_FAILED_ANNOTATION,
+    LEASE_TOUCHED_ANNOTATION,
+    MIG_DESIRED_LABEL,
+    MIG_LABEL,
+    MIG_PENDING_TAINT_KEY,
+    MIG_STATE_FAILED,
+    MIG_STATE_LABEL,
+    MIG_STATE_SUCCESS,
+    MIG_TOGGLE_CONFIG,
+    OPERAND_DEPLOY_LABELS,
+    PAUSED_FOR_MIG,
+    POOL_LABEL,
+    REASON_LABEL,
+    RECORD_ANNOTATION,
+    REQUEST_ANNOTATION,
+    SLOT_STATES,
+    SMOKE_LABEL,
+    STATE_LABEL,
+    TOUCHED_STATES,
+    UNSCHEDULABLE_TAINT,
+    Flow,
+    Outcome,
+    Reason,
+    State,
+    Step,
+    node_lease_name,
+)
+from components.node_agent.agent import objects
+from components.node_agent.agent.controller.actions import (
+    Action,
+    AnnotateLease,
+    CreateLease,
+    CreatePod,
+    DeleteLease,
+    Event,
+    Evict,
+    PatchNode,
+)
+from components.node_agent.agent.controller.view import NodeView, PoolView, Record
+from components.node_agent.agent.controller.work import (
+    HOST_DRIVER_KINDS,
+    Work,
+    allocatable_matches,
+    answer,
+    mig_in_place,
+    planned_resources,
+)
+from components.node_agent.agent.settings import Settings
+
+KNOWN_STATES = frozenset(state.value for state in State)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything one decision reads besides the node."""
+
+    settings: Settings
+    now: float
+    namespace: str
+    pool: PoolView | None
+    #: The node may take a slot now (decided per pool, in name order, by the reconcile).
+    granted: bool = False
+
+
+def wants_slot(view: NodeView, work: Work) -> bool:
+    """A node not in maintenance with work to do (and no refusal) wants a slot."""
+    return not (view.state in SLOT_STATES or view.state == State.FAILED or work.refusal or not work.flow)
+
+
+def decide(view: NodeView, work: Work, ctx: Context) -> list[Action]:
+    """The API calls that move ``view`` towards its next state (empty: nothing to do now)."""
+    state = view.state
+    if state not in KNOWN_STATES:
+        return _unknown_state(view, ctx)
+    if state in SLOT_STATES:
+        if view.record is None:
+            return _unknown_state(view, ctx)
+        return _in_maintenance(view, view.record, work, ctx)
+    return _outside(view, work, ctx)
+
+
+# -- writing ----------------------------------------------------------------------------------------------
+def _patch(
+    view: NodeView,
+    why: str,
+    *,
+    labels: dict[str, str | None] | None = None,
+    annotations: dict[str, str | None] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> PatchNode:
+    metadata: dict[str, Any] = {"resourceVersion": view.rv}
+    if labels:
+        metadata["labels"] = dict(sorted(labels.items()))
+    if annotations:
+        metadata["annotations"] = dict(sorted(annotations.items()))
+    body: dict[str, Any] = {"metadata": metadata}
+    if spec:
+        body["spec"] = spec
+    return PatchNode(view.name, body, why)
+
+
+def _move(
+    view: NodeView,
+    record: Record | None,
+    state: State,
+    detail: str,
+    *,
+    reason: str | None = None,
+    labels: dict[str, str | None] | None = None,
+    request: dict[str, Any] | None = None,
+    keep_request: bool = False,
+    spec: dict[str, Any] | None = None,
+) -> PatchNode:
+    """One write: the new state, reason, flow, record, detail, request, and any cluster-side effect with them."""
+    all_labels: dict[str, str | None] = {STATE_LABEL: state.value, REASON_LABEL: reason or None}
+    if record is not None:
+        all_labels[FLOW_LABEL] = record.flow or None
+    all_labels.update(labels or {})
+    notes: dict[str, str | None] = {DETAIL_ANNOTATION: detail[:1000]}
+    if record is not None:
+        notes[RECORD_ANNOTATION] = record.dumps()
+    if request is not None:
+        notes[REQUEST_ANNOTATION] = json.dumps(request, sort_keys=True, separators=(",", ":"))
+    elif not keep_request:
+        notes[REQUEST_ANNOTATION] = None
+    return _patch(view, f"{view.state} -> {state.value}: {detail}", labels=all_labels, annotations=notes, spec=spec)
+
+
+def _request(view: NodeView, record: Record, step: Step, now: float) -> tuple[Record, dict[str, Any]]:
+    seq = record.seq + 1
+    request = {"id": f"{view.uid}.{record.attempt}.{seq}", "step": step.value, "at": now}
+    return replace(record, seq=seq, step_at=now), request
+
+
+def _inspect_request(view: NodeView, now: float) -> dict[str, Any]:
+    return {"id": f"{view.uid}.inspect.{int(now * 1000)}", "step": Step.INSPECT.value, "at": now}
+
+
+def _paused_operands(view: NodeView) -> dict[str, str | None]:
+    """Operand labels mig-manager left paused, set back to ``true`` (only once mig-manager has answered)."""
+    if view.labels.get(MIG_STATE_LABEL) not in (MIG_STATE_SUCCESS, MIG_STATE_FAILED):
+        return {}
+    return {key: "true" for key in OPERAND_DEPLOY_LABELS if view.labels.get(key) == PAUSED_FOR_MIG}
+
+
+def _without_mig_taint(view: NodeView) -> list[dict[str, Any]]:
+    return [taint for taint in view.taints if taint.get("key") != MIG_PENDING_TAINT_KEY]
+
+
+def _has_mig_taint(view: NodeView) -> bool:
+    return any(taint.get("key") == MIG_PENDING_TAINT_KEY for taint in view.taints)
+
+
+def _event(view: NodeView, reason: str, message: str, warning: bool = False) -> Event:
+    return Event(view.name, view.uid, reason, message, warning)
+
+
+# -- outside maintenance ----------------------------------------------------------------------------------
+def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
+    state, now = view.state, ctx.now
+    if state == State.FAILED:
+        return _restore_operands(view)
+    if state == State.DONE and view.record is not None and view.record.flow == Flow.DRIVER_HANDOVER:
+        facts = work.facts or {}
+        if str(facts.get("install", "")) in HOST_DRIVER_KINDS:
+            return _reappeared(view, view.record, facts, ctx)
+    actions: list[Action] = []
+    if work.refusal:
+        if state != State.REFUSED or view.labels.get(REASON_LABEL) != work.refusal:
+            request = _inspect_request(view, now) if work.inspect else None
+            actions.append(
+                _move(
+                    view,
+                    None,
+                    State.REFUSED,
+                    f"refused: {work.detail}",
+                    reason=work.refusal,
+                    request=request,
+                    keep_request=True,
+                )
+            )
+        elif work.inspect:
+            actions.append(_patch(view, "inspect again", annotations=_inspect_annotation(view, now)))
+        return actions + _drop_lease(view)
+    if work.flow:
+        if ctx.granted:
+            return _admit(view, work, ctx)
+        pool = ctx.pool
+        halted = bool(pool and pool.halted_by)
+        reason = Reason.ROLLOUT_HALTED if halted else Reason.BUDGET_FULL
+        if not view.pool:
+            detail = f"waiting: no {POOL_LABEL} label, so no pool and no budget: never admitted"
+        elif halted and pool:
+            detail = f"waiting: the pool {view.pool} is halted by {', '.join(pool.halted_by)}"
+        else:
+            detail = f"waiting: {pool.budget if pool else 0} node(s) of the pool {view.pool} already in maintenance"
+        if state != State.WAITING_SLOT or view.labels.get(REASON_LABEL) != reason:
+            actions.append(
+                _move(
+                    view,
+                    None,
+                    State.WAITING_SLOT,
+                    detail,
+                    reason=reason,
+                    keep_request=True,
+                    labels={FLOW_LABEL: work.flow},
+                )
+            )
+        return actions + _drop_lease(view)
+    # No work.
+    if state in (State.WAITING_SLOT, State.REFUSED) and (work.facts is not None or not view.opted_in):
+        actions.append(_move(view, None, State.IDLE, "nothing to do", keep_request=True))
+    elif work.inspect:
+        actions.append(_patch(view, "inspect the host", annotations=_inspect_annotation(view, now)))
+    elif _has_mig_taint(view) and ctx.settings.mig_layout and not ctx.settings.dry_run:
+        desired = view.labels.get(MIG_DESIRED_LABEL, "")
+        if desired and mig_in_place(view, ctx.settings, desired):
+            actions.append(
+                _move(
+                    view,
+                    None,
+                    State.DONE,
+                    f"MIG layout {desired} in place: taint removed",
+                    keep_request=True,
+                    spec={"taints": _without_mig_taint(view)},
+                )
+            )
+    else:
+        actions += _restore_operands(view)
+    return actions + _drop_lease(view)
+
+
+def _inspect_annotation(view: NodeView, now: float) -> dict[str, str | None]:
+    return {REQUEST_ANNOTATION: json.dumps(_inspect_request(view, now), sort_keys=True, separators=(",", ":"))}
+
+
+def _restore_operands(view: NodeView) -> list[Action]:
+    restore = _paused_operands(view)
+    if not restore:
+        return []
+    return [_patch(view, "operands left paused-for-mig-change restored", labels=restore)]
+
+
+def _drop_lease(view: NodeView) -> list[Action]:
+    """A node out of maintenance holds no slot: its Lease goes, unless it is a halt (failed)."""
+    if view.lease is None or view.lease_failed:
+        return []
+    return [DeleteLease(node_lease_name(view.uid), str(view.lease["metadata"].get("resourceVersion", "")))]
+
+
+def _admit(view: NodeView, work: Work, ctx: Context) -> list[Action]:
+    """Take a slot: the Lease first (it counts against the budget), then cordon and record in one write."""
+    actions: list[Action] = []
+    if view.lease is None:
+        actions.append(CreateLease(node_lease_name(view.uid), view.pool, view.name))
+    previous = view.record.attempt if view.record is not None else 0
+    record = Record(
+        uid=view.uid,
+        flow=work.flow,
+        attempt=previous + 1,
+        was_unschedulable=view.unschedulable,
+        since=ctx.now,
+        target=work.target,
+    )
+    actions.append(
+        _move(view, record, State.CORDONED, f"cordoned for {work.flow}: {work.detail}", spec={"unschedulable": True})
+    )
+    actions.append(_event(view, "Cordoned", f"cordoned for {work.flow}: {work.detail}"))
+    return actions
+
+
+def _reappeared(view: NodeView, record: Record, facts: dict[str, Any], ctx: Context) -> list[Action]:
+    """A host driver after the hand-over: no two drivers (gpu.deploy.driver=false), cordoned, the pool halts."""
+    detail = f"a host driver is installed again after the hand-over ({facts.get('install')}: {facts.get('detail', '')})"
+    return _fail_touched(
+        view,
+        record,
+        Reason.DRIVER_REAPPEARED,
+        detail,
+        ctx,
+        labels={GPU_DEPLOY_DRIVER_LABEL: "false"},
+        spec={"unschedulable": True},
+    )
+
+
+def _unknown_state(view: NodeView, ctx: Context) -> list[Action]:
+    record = view.record or Record(uid=view.uid, flow=view.labels.get(FLOW_LABEL, ""))
+    detail = f"the state label holds {view.state!r} without a record this controller wrote for this node"
+    return _fail_touched(view, record, Reason.UNKNOWN_STATE, detail, ctx, spec={"unschedulable": True})
+
+
+# -- in maintenance ---------------------------------------------------------------------------------------
+def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    state = State(view.state)
+    touched = state in TOUCHED_STATES
+    prelude: list[Action] = []
+    lease = node_lease_name(view.uid)
+    if view.lease is None:
+        notes = {LEASE_TOUCHED_ANNOTATION: "true"} if touched else {}
+        prelude.append(CreateLease(lease, view.pool, view.name, notes))
+    elif touched and not view.lease_touched:
+        prelude.append(AnnotateLease(lease, {LEASE_TOUCHED_ANNOTATION: "true"}))
+    recordon: dict[str, Any] = {}
+    if not view.unschedulable:
+        recordon = {"unschedulable": True}
+        prelude.append(
+            _event(view, "Recordoned", f"{view.name} was uncordoned during {state.value}: cordoned again", True)
+        )
+    handler = _HANDLERS[state]
+    actions = handler(view, record, work, ctx)
+    if recordon:
+        if any(isinstance(action, PatchNode) for action in actions):
+            actions = [_with_spec(action, recordon) for action in actions]
+        else:
+            actions = [_patch(view, "cordoned again", spec=recordon), *actions]
+    return prelude + actions
+
+
+def _with_spec(action: Action, spec: dict[str, Any]) -> Action:
+    if not isinstance(action, PatchNode):
+        return action
+    body = dict(action.patch)
+    merged = {**spec, **(body.get("spec") or {})}
+    body["spec"] = merged
+    return PatchNode(action.node, body, action.why)
+
+
+def _evict(view: NodeView, ctx: Context) -> list[Action]:
+    """Evict the node's GPU pods, except a DaemonSet's: its controller puts it back on a cordoned node
+    (DaemonSet pods tolerate ``node.kubernetes.io/unschedulable``), so it is waited on, never evicted."""
+    return [
+        Evict(pod["metadata"].get("namespace", ""), objects.name(pod), view.name)
+        for pod in view.gpu_pods
+        if not objects.terminating(pod) and objects.owner_kind(pod) != "DaemonSet"
+    ]
+
+
+def _gpu_pod_names(view: NodeView) -> str:
+    return ", ".join(f"{pod['metadata'].get('namespace', '')}/{objects.name(pod)}" for pod in view.gpu_pods[:5])
+
+
+def _hold_for_pods(view: NodeView, record: Record, ctx: Context, reason: Reason) -> list[Action]:
+    """A GPU pod is on a touched node: evict it and wait; no host or MIG step under it."""
+    actions: list[Action] = []
+    if view.labels.get(REASON_LABEL) != reason:
+        actions.append(
+            _move(
+                view,
+                record,
+                State(view.state),
+                f"GPU pods on the node ({_gpu_pod_names(view)}): evicting first",
+                reason=reason,
+                keep_request=True,
+            )
+        )
+        actions.append(_event(view, "GpuPodOnNode", f"GPU pods on {view.name} during {view.state}: evicting", True))
+    return actions + _evict(view, ctx)
+
+
+def _mig_work_gone(view: NodeView, record: Record, ctx: Context) -> bool:
+    if record.flow != Flow.MIG_LAYOUT:
+        return False
+    desired = view.labels.get(MIG_DESIRED_LABEL, "")
+    return not ctx.settings.mig_layout or not desired or mig_in_place(view, ctx.settings, desired)
+
+
+def _release_untouched(view: NodeView, record: Record, ctx: Context, detail: str) -> list[Action]:
+    spec = {} if record.was_unschedulable else {"unschedulable": False}
+    actions: list[Action] = [_move(view, record, State.IDLE, detail, spec=spec)]
+    return actions + _delete_lease_after(view)
+
+
+def _delete_lease_after(view: NodeView) -> list[Action]:
+    if view.lease is None:
+        return []
+    return [DeleteLease(node_lease_name(view.uid), str(view.lease["metadata"].get("resourceVersion", "")))]
+
+
+def _cordoned(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    if _mig_work_gone(view, record, ctx):
+        return _release_untouched(view, record, ctx, "the work went away before the node was touched: uncordoned")
+    record = replace(record, since=ctx.now, evicting_since=ctx.now)
+    return [_move(view, record, State.EVICTING, "evicting the node's GPU pods")]
+
+
+def _evicting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    settings, now = ctx.settings, ctx.now
+    if _mig_work_gone(view, record, ctx):
+        return _release_untouched(view, record, ctx, "the work went away before the node was touched: uncordoned")
+    if not view.gpu_pods:
+        return _first_touch(view, record, work, ctx)
+    if now - (record.evicting_since or record.since) > settings.eviction_timeout_seconds:
+        detail = f"GPU pods did not leave within {int(settings.eviction_timeout_seconds)} s: {_gpu_pod_names(view)}"
+        if view.lease_touched:  # the executor was asked once already: keep it cordoned, halt
+            return _fail_touched(view, record, Reason.EVICTION_TIMEOUT, detail, ctx)
+        return _fail_untouched(view, record, Reason.EVICTION_TIMEOUT, detail, ctx)
+    daemon = [pod for pod in view.gpu_pods if objects.owner_kind(pod) == "DaemonSet"]
+    reason: str | None = None
+    detail = f"evicting {_gpu_pod_names(view)}"
+    if daemon:
+        reason = Reason.GPU_DAEMONSET_POD
+        detail = (
+            f"DaemonSet pods ask for a GPU ({', '.join(objects.owner_name(pod) for pod in daemon)}): the DaemonSet "
+            "refills them on a cordoned node; keep it off this pool (nodeSelector/affinity) or scale it down"
+        )
+    elif view.eviction_blocked:
+        reason = Reason.EVICTION_BLOCKED
+        detail = f"an eviction was refused (a PodDisruptionBudget): {_gpu_pod_names(view)}"
+    actions: list[Action] = []
+    if view.labels.get(REASON_LABEL) != reason:
+        actions.append(_move(view, record, State.EVICTING, detail, reason=reason, keep_request=True))
+    return actions + _evict(view, ctx)
+
+
+def _first_touch(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    """The first change to the host or the MIG layout: the Lease says touched first, then one write."""
+    actions: list[Action] = []
+    if view.lease is not None and not view.lease_touched:
+        actions.append(AnnotateLease(node_lease_name(view.uid), {LEASE_TOUCHED_ANNOTATION: "true"}))
+    now = ctx.now
+    if record.flow == Flow.DRIVER_HANDOVER:
+        record, request = _request(view, replace(record, since=now), Step.UNINSTALL, now)
+        actions.append(_move(view, record, State.UNINSTALLING, "the executor runs nvidia-uninstall", request=request))
+    else:
+        target = view.labels.get(MIG_DESIRED_LABEL, "") or record.target
+        if view.labels.get(MIG_LABEL) == target:
+            # mig-manager acts on a change of the label's value: the same value again would be no request.
+            record = replace(record, since=now, target=target, toggled=True)
+            detail = f"nvidia.com/mig.config is {target} already but not in place: the one toggle"
+            actions.append(_write_mig(view, record, State.MIG_RECOVERING, MIG_TOGGLE_CONFIG, detail))
+            return actions
+        record = replace(record, since=now, target=target, toggled=False)
+        actions.append(_write_mig(view, record, State.MIG_APPLYING, target, f"nvidia.com/mig.config={target} written"))
+    return actions
+
+
+def _write_mig(view: NodeView, record: Record, state: State, config: str, detail: str) -> PatchNode:
+    """Set the MIG config and clear mig-manager's state in one write: any state seen after it is an answer."""
+    return _move(view, record, state, detail, labels={MIG_LABEL: config, MIG_STATE_LABEL: None})
+
+
+def _report_timeout(record: Record, limit: float, ctx: Context) -> bool:
+    return ctx.now - record.step_at > limit
+
+
+def _uninstalling(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    report = answer(view, Step.UNINSTALL)
+    settings, now = ctx.settings, ctx.now
+    if report is not None and report.get("outcome") == Outcome.OK.value:
+        record, request = _request(view, replace(record, since=now), Step.VERIFY, now)
+        return [_move(view, record, State.VERIFYING, "nvidia-uninstall done; verifying", request=request)]
+    if report is not None and report.get("outcome") == Outcome.NOT_STARTED.value:
+        record = replace(record, since=now)
+        return [
+            _move(
+                view,
+                record,
+                State.EVICTING,
+                f"the executor found a GPU in use: {report.get('detail', '')}",
+                reason=Reason.GPU_IN_USE,
+            )
+        ]
+    if report is not None and report.get("outcome") == Outcome.FAILED.value:
+        reason = report.get("reason") or Reason.UNINSTALL_FAILED
+        return _fail_touched(view, record, Reason(reason), str(report.get("detail", "")), ctx)
+    if _report_timeout(record, settings.uninstall_timeout_seconds + settings.executor_timeout_seconds, ctx):
+        return _fail_touched(view, record, Reason.EXECUTOR_LOST, "no answer to the uninstall request", ctx)
+    return []
+
+
+def _verifying(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    report = answer(view, Step.VERIFY)
+    now = ctx.now
+    if report is not None and report.get("outcome") == Outcome.OK.value:
+        facts = report.get("facts") or {}
+        if facts.get("files_remain"):
+            return _fail_touched(
+                view, record, Reason.FILES_REMAIN, f"driver files remain: {facts.get('detail', '')}", ctx
+            )
+        if facts.get("modules_loaded"):
+            if record.rebooted:
+                return _fail_touched(
+                    view, record, Reason.MODULE_STUCK, "the nvidia module is loaded after the reboot", ctx
+                )
+            if view.gpu_pods:
+                return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
+            record, request = _request(view, replace(record, since=now, rebooted=True), Step.REBOOT, now)
+            return [_move(view, record, State.REBOOTING, "the module is still loaded: the one reboot", request=request)]
+        record = replace(record, since=now, handover_at=now)
+        return [
+            _move(
+                view,
+                record,
+                State.HANDING_OVER,
+                "no host driver left: gpu.deploy.driver=true",
+                labels={GPU_DEPLOY_DRIVER_LABEL: "true"},
+            )
+        ]
+    if report is not None and report.get("outcome") == Outcome.FAILED.value:
+        return _fail_touched(
+            view, record, Reason(report.get("reason") or Reason.HOST_STEP_FAILED), str(report.get("detail", "")), ctx
+        )
+    if _report_timeout(record, ctx.settings.executor_timeout_seconds, ctx):
+        return _fail_touched(view, record, Reason.EXECUTOR_LOST, "no answer to the verify request", ctx)
+    return []
+
+
+def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    report = answer(view, Step.REBOOT)
+    now = ctx.now
+    if report is not None and report.get("outcome") == Outcome.OK.value:
+        record, request = _request(view, replace(record, since=now), Step.VERIFY, now)
+        return [_move(view, record, State.VERIFYING, "rebooted (new boot id); verifying", request=request)]
+    if report is not None and report.get("outcome") == Outcome.FAILED.value:
+        return _fail_touched(
+            view,
+            record,
+            Reason(report.get("reason") or Reason.REBOOT_NOT_PERFORMED),
+            str(report.get("detail", "")),
+            ctx,
+        )
+    if report is not None and report.get("reason") == Reason.REBOOT_PENDING:
+        if view.labels.get(REASON_LABEL) != Reason.REBOOT_PENDING:
+            return [
+                _move(
+                    view,
+                    record,
+                    State.REBOOTING,
+                    "waiting for a reboot (/run/reboot-required written)",
+                    reason=Reason.REBOOT_PENDING,
+                    keep_request=True,
+                )
+            ]
+        return []
+    if _report_timeout(record, ctx.settings.reboot_timeout_seconds, ctx):
+        return _fail_touched(view, record, Reason.REBOOT_NOT_PERFORMED, "no new boot id in time", ctx)
+    return []
+
+
+def _driver_ready(view: NodeView, record: Record) -> bool:
+    """The operator's driver pod on this node is Ready, on the declared image, and newer than the hand-over."""
+    for pod in view.driver_pods:
+        if objects.terminating(pod) or not objects.pod_ready(pod):
+            continue
+        if objects.created(pod) + 1 < record.handover_at:
+            continue
+        image = objects.container_image(pod.get("spec") or {}, DRIVER_CONTAINER)
+        if view.driver_image and image != view.driver_image:
+            continue
+        return True
+    return False
+
+
+def _handing_over(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    if view.labels.get(GPU_DEPLOY_DRIVER_LABEL) != "true":
+        return [_patch(view, "gpu.deploy.driver=true again", labels={GPU_DEPLOY_DRIVER_LABEL: "true"})]
+    if _driver_ready(view, record):
+        return _finish(view, record, ctx, "the operator's driver pod is Ready on the declared image")
+    if ctx.now - record.since > ctx.settings.driver_ready_timeout_seconds:
+        return _fail_touched(view, record, Reason.DRIVER_NOT_READY, "no Ready operator driver pod in time", ctx)
+    if view.labels.get(REASON_LABEL) != Reason.DRIVER_PENDING:
+        return [
+            _move(
+                view,
+                record,
+                State.HANDING_OVER,
+                "waiting for the operator's driver pod",
+                reason=Reason.DRIVER_PENDING,
+                keep_request=True,
+            )
+        ]
+    return []
+
+
+def _mig_applying(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    settings, now = ctx.settings, ctx.now
+    desired = view.labels.get(MIG_DESIRED_LABEL, "") or record.target
+    if desired != record.target or view.labels.get(MIG_LABEL) != record.target:
+        if view.gpu_pods:
+            return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
+        record = replace(record, since=now, target=desired, toggled=False)
+        return [_write_mig(view, record, State.MIG_APPLYING, desired, f"nvidia.com/mig.config={desired} written")]
+    answered = view.labels.get(MIG_STATE_LABEL, "")
+    restore = _paused_operands(view)
+    timed_out = now - record.since > settings.mig_timeout_seconds
+    if answered == MIG_STATE_SUCCESS and allocatable_matches(view, settings):
+        record = replace(record, since=now)
+        return [_move(view, record, State.SMOKE_TESTING, "layout applied; smoke pods", labels=restore or None)]
+    if answered == MIG_STATE_FAILED or timed_out:
+        why = "mig-manager reported failed" if answered == MIG_STATE_FAILED else "no answer from mig-manager in time"
+        if record.toggled:
+            reason = Reason.MIG_FAILED if answered == MIG_STATE_FAILED else Reason.MIG_TIMEOUT
+            return _fail_touched(view, record, reason, why, ctx, labels=restore)
+        if view.gpu_pods:
+            return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
+        record = replace(record, since=now, toggled=True)
+        return [_write_mig(view, record, State.MIG_RECOVERING, MIG_TOGGLE_CONFIG, f"{why}: the one toggle")]
+    if view.gpu_pods:
+        return _hold_for_pods(view, record, ctx, Reason.MIG_PENDING)
+    if view.labels.get(REASON_LABEL) != Reason.MIG_PENDING:
+        return [
+            _move(
+                view,
+                record,
+                State.MIG_APPLYING,
+                "waiting for mig-manager's answer and the allocatable",
+                reason=Reason.MIG_PENDING,
+                keep_request=True,
+            )
+        ]
+    return []
+
+
+def _mig_recovering(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    answered = view.labels.get(MIG_STATE_LABEL, "")
+    if view.labels.get(MIG_LABEL) != MIG_TOGGLE_CONFIG:
+        return [_write_mig(view, record, State.MIG_RECOVERING, MIG_TOGGLE_CONFIG, "the toggle written again")]
+    if answered == MIG_STATE_SUCCESS:
+        if view.gpu_pods:
+            return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
+        record = replace(record, since=ctx.now)
+        return [_write_mig(view, record, State.MIG_APPLYING, record.target, f"toggled; {record.target} written again")]
+    if answered == MIG_STATE_FAILED:
+        return _fail_touched(
+            view,
+            record,
+            Reason.MIG_FAILED,
+            "the toggle through all-disabled failed",
+            ctx,
+            labels=_paused_operands(view),
+        )
+    if ctx.now - record.since > ctx.settings.mig_timeout_seconds:
+        return _fail_touched(view, record, Reason.MIG_TIMEOUT, "no answer to the toggle in time", ctx)
+    return []
+
+
+def smoke_name(view: NodeView, record: Record, index: int) -> str:
+    return f"node-agent-smoke-{view.uid[:18]}-{record.attempt}-{index}"
+
+
+def smoke_pod(view: NodeView, record: Record, index: int, resource: str, namespace: str) -> dict[str, Any]:
+    """A pod bound to the node, asking for one device of ``resource``; unprivileged, no token, no volumes."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": smoke_name(view, record, index),
+            "namespace": namespace,
+            "labels": {SMOKE_LABEL: view.uid},
+        },
+        "spec": {
+            "nodeName": view.name,
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "tolerations": [
+                {"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"},
+                {"key": MIG_PENDING_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+            ],
+            "containers": [
+                {
+                    "name": "smoke",
+                    "image": AGENT_IMAGE,
+                    "command": ["nvidia-smi", "-L"],
+                    "resources": {"limits": {resource: 1}},
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                        "privileged": False,
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _smoke_testing(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
+    resources = sorted(planned_resources(view, ctx.settings)) or ["nvidia.com/gpu"]
+    wanted = {smoke_name(view, record, index): resource for index, resource in enumerate(resources)}
+    present = {objects.name(pod): pod for pod in view.smoke_pods}
+    phases = [(present[name].get("status") or {}).get("phase", "Pending") for name in wanted if name in present]
+    if any(phase == "Failed" for phase in phases):
+        return _fail_touched(view, record, Reason.SMOKE_FAILED, "a smoke pod failed", ctx)
+    if len(phases) == len(wanted) and all(phase == "Succeeded" for phase in phases):
+        return _finish(view, record, ctx, "every smoke pod succeeded")
+    if ctx.now - record.since > ctx.settings.smoke_timeout_seconds:
+        return _fail_touched(view, record, Reason.SMOKE_FAILED, "the smoke pods did not finish in time", ctx)
+    return [
+        CreatePod(smoke_pod(view, record, index, resource, ctx.namespace))
+        for index, resource in enumerate(resources)
+        if smoke_name(view, record, index) not in present
+    ]
+
+
+def _finish(view: NodeView, record: Record, ctx: Context, detail: str) -> list[Action]:
+    """Done in one write (state, uncordon if it was schedulable, taint removed), then the Lease goes."""
+    spec: dict[str, Any] = {} if record.was_unschedulable else {"unschedulable": False}
+    if _has_mig_taint(view) and record.flow == Flow.MIG_LAYOUT:
+        spec["taints"] = _without_mig_taint(view)
+    record = replace(record, since=ctx.now)
+    actions: list[Action] = [
+        _move(view, record, State.DONE, f"done: {detail}", spec=spec, labels=_paused_operands(view))
+    ]
+    actions.append(_event(view, "Done", f"{record.flow} done on {view.name}: {detail}"))
+    return actions + _delete_lease_after(view)
+
+
+def _fail_touched(
+    view: NodeView,
+    record: Record,
+    reason: Reason,
+    detail: str,
+    ctx: Context,
+    *,
+    labels: dict[str, str | None] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> list[Action]:
+    """The halt first (the node's Lease says failed), then the node: failed, cordoned, with its reason."""
+    lease = node_lease_name(view.uid)
+    notes = {LEASE_TOUCHED_ANNOTATION: "true", LEASE_FAILED_ANNOTATION: reason.value}
+    actions: list[Action] = []
+    if view.lease is None:
+        actions.append(CreateLease(lease, view.pool, view.name, notes))
+    elif view.lease_failed != reason.value:
+        actions.append(AnnotateLease(lease, notes))
+    text = (
+        f"{reason.value}: {detail}; the pool {view.pool} halts until `kubectl -n {ctx.namespace} delete lease {lease}`"
+    )
+    actions.append(_move(view, record, State.FAILED, text, reason=reason, labels=labels, spec=spec))
+    actions.append(_event(view, "Failed", text, True))
+    return actions
+
+
+def _fail_untouched(view: NodeView, record: Record, reason: Reason, detail: str, ctx: Context) -> list[Action]:
+    """Failed before the host was touched: uncordoned if it was schedulable, the slot released; no halt."""
+    spec = {} if record.was_unschedulable else {"unschedulable": False}
+    actions: list[Action] = [_move(view, record, State.FAILED, f"{reason.value}: {detail}", reason=reason, spec=spec)]
+    actions.append(_event(view, "Failed", f"{reason.value}: {detail}", True))
+    return actions + _delete_lease_after(view)
+
+
+_HANDLERS = {
+    State.CORDONED: _cordoned,
+    State.EVICTING: _evicting,
+    State.UNINSTALLING: _uninstalling,
+    State.VERIFYING: _verifying,
+    State.REBOOTING: _rebooting,
+    State.HANDING_OVER: _handing_over,
+    State.MIG_APPLYING: _mig_applying,
+    State.MIG_RECOVERING: _mig_recovering,
+    State.SMOKE_TESTING: _smoke_testing,
+}
+
+
+def orphan_lease_actions(lease: dict[str, Any], live_uids: set[str]) -> list[Action]:
+    """A Lease whose node is gone: touched -> the halt (node-deleted); untouched -> deleted; failed -> kept."""
+    uid = objects.name(lease).removeprefix("node-agent-")
+    if uid in live_uids:
+        return []
+    notes = objects.annotations_of(lease)
+    if notes.get(LEASE_FAILED_ANNOTATION):
+        return []
+    if notes.get(LEASE_TOUCHED_ANNOTATION):
+        return [AnnotateLease(objects.name(lease), {LEASE_FAILED_ANNOTATION: Reason.NODE_DELETED.value})]
+    return [DeleteLease(objects.name(lease), str(lease["metadata"].get("resourceVersion", "")))]

@@ -1,0 +1,274 @@
+"""One reconcile of the rollout controller: observe everything, decide per node, perform, forget.
+
+Level-triggered: nothing is carried from one reconcile to the next but what the cluster holds (the
+records on the Nodes, the Leases) and one hint (which nodes had an eviction refused, for the reason label).
+Observation is all-or-nothing: if any list fails, the reconcile does nothing (a partial view could count
+fewer nodes in maintenance than there are). Only the holder of the leader Lease acts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.catalog.names import GPU_NODE_LABEL
+from components.catalog.node_agent import (
+    CONTROLLER_LEASE,
+    DETAIL_ANNOTATION,
+    DRIVER_CONTAINER,
+    DRIVER_POD_LABEL,
+    EVENT_NAMESPACE,
+    EVENT_SOURCE,
+    LEASE_NODE_ANNOTATION,
+    LEASE_POOL_LABEL,
+    REQUEST_ANNOTATION,
+    SETTINGS_CONFIG_MAP,
+    SETTINGS_KEY,
+    SMOKE_LABEL,
+    State,
+)
+from components.node_agent.agent import objects
+from components.node_agent.agent.controller.actions import (
+    Action,
+    AnnotateLease,
+    CreateLease,
+    CreatePod,
+    DeleteLease,
+    DeletePod,
+    Event,
+    Evict,
+    PatchNode,
+)
+from components.node_agent.agent.controller.decide import Context, decide, orphan_lease_actions, wants_slot
+from components.node_agent.agent.controller.view import NodeView, PoolView, build_pools, build_views
+from components.node_agent.agent.controller.work import Work, find_work
+from components.node_agent.agent.kube import Api, ApiError
+from components.node_agent.agent.settings import Settings
+
+
+@dataclass
+class Controller:
+    """The rollout controller; ``reconcile()`` is one pass (the entry point calls it every few seconds)."""
+
+    api: Api
+    namespace: str
+    identity: str
+    now: Callable[[], float]
+    log: list[str] = field(default_factory=list)
+    #: Nodes where an eviction was refused (429) in the last pass: only the reason label reads it.
+    blocked: set[str] = field(default_factory=set)
+
+    # -- leader election ---------------------------------------------------------------------------------
+    def lead(self, settings: Settings) -> bool:
+        """Hold the leader Lease (create, renew, or take over an expired one; a 409 means someone else)."""
+        now = self.now()
+        try:
+            try:
+                lease = self.api.get_lease(self.namespace, CONTROLLER_LEASE)
+            except ApiError as error:
+                if error.status != 404:
+                    raise
+                self.api.create_lease(self.namespace, self._leader_lease(now, None))
+                return True
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity", "")
+            renewed = objects.parse_time(str(spec.get("renewTime", "")))
+            expired = now > renewed + float(spec.get("leaseDurationSeconds", settings.leader_lease_seconds))
+            if holder != self.identity and not expired:
+                return False
+            self.api.replace_lease(self.namespace, self._leader_lease(now, lease))
+            return True
+        except ApiError as error:
+            self.log.append(f"leader: {error}")
+            return False
+
+    def _leader_lease(self, now: float, old: dict[str, Any] | None) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"name": CONTROLLER_LEASE, "namespace": self.namespace}
+        if old is not None:
+            metadata["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": metadata,
+            "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": 30, "renewTime": objects.micro_time(now)},
+        }
+
+    # -- one pass ----------------------------------------------------------------------------------------
+    def settings(self) -> Settings:
+        config_map = self.api.get_config_map(self.namespace, SETTINGS_CONFIG_MAP)
+        return Settings.from_json(json.loads((config_map.get("data") or {}).get(SETTINGS_KEY, "{}")))
+
+    def reconcile(self) -> bool:
+        """One pass; False when it could not observe or does not lead (it then changed nothing)."""
+        try:
+            settings = self.settings()
+        except (ApiError, ValueError) as error:
+            self.log.append(f"settings: {error}")
+            return False
+        if not self.lead(settings):
+            return False
+        now = self.now()
+        try:
+            nodes = self.api.list_nodes(f"{GPU_NODE_LABEL}=true")
+            pods = self.api.list_pods()
+            leases = self.api.list_leases(self.namespace, LEASE_POOL_LABEL)
+            key, value = DRIVER_POD_LABEL
+            daemon_sets = self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
+        except ApiError as error:
+            self.log.append(f"observe: {error}")
+            return False
+        images = {
+            objects.name(ds): objects.container_image(
+                ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}, DRIVER_CONTAINER
+            )
+            for ds in daemon_sets
+        }
+        views = build_views(nodes, pods, leases, settings.operator_namespace, images, self.blocked)
+        pools = build_pools(views, leases, settings.budget)
+        works = {view.name: find_work(view, settings, now) for view in views}
+        granted = grant(views, works, pools)
+        blocked: set[str] = set()
+        for view in sorted(views, key=lambda item: item.name):
+            ctx = Context(settings, now, self.namespace, pools.get(view.pool), view.name in granted)
+            actions = decide(view, works[view.name], ctx)
+            if settings.dry_run:
+                actions = dry_run(view, actions)
+            self.perform(actions, blocked)
+        live = {view.uid for view in views}
+        for lease in leases:
+            self.perform(orphan_lease_actions(lease, live), blocked)
+        self.perform(smoke_cleanup(views, pods, self.namespace), blocked)
+        self.blocked = blocked
+        return True
+
+    # -- performing --------------------------------------------------------------------------------------
+    def perform(self, actions: list[Action], blocked: set[str]) -> None:
+        """In order; stop at the first failure (the next pass computes the rest again)."""
+        for action in actions:
+            try:
+                self._do(action)
+            except ApiError as error:
+                if isinstance(action, Evict) and error.status in (404, 429):
+                    if error.status == 429:
+                        blocked.add(action.node)
+                    continue  # gone, or a PDB: the other evictions still go
+                if isinstance(action, Event):
+                    continue  # an Event is best effort; the node's labels are the record
+                if isinstance(action, (CreateLease, CreatePod)) and error.status == 409:
+                    continue  # already there: what we wanted
+                if isinstance(action, (DeleteLease, DeletePod)) and error.status == 404:
+                    continue  # already gone: what we wanted
+                self.log.append(f"{type(action).__name__}: {error}")
+                return
+
+    def _do(self, action: Action) -> None:
+        api, ns = self.api, self.namespace
+        if isinstance(action, PatchNode):
+            api.patch_node(action.node, action.patch)
+        elif isinstance(action, CreateLease):
+            api.create_lease(ns, node_lease(action, ns, self.now()))
+        elif isinstance(action, AnnotateLease):
+            lease = api.get_lease(ns, action.name)
+            lease.setdefault("metadata", {}).setdefault("annotations", {}).update(action.annotations)
+            api.replace_lease(ns, lease)
+        elif isinstance(action, DeleteLease):
+            api.delete_lease(ns, action.name, action.resource_version)
+        elif isinstance(action, Evict):
+            api.evict(action.namespace, action.pod)
+        elif isinstance(action, CreatePod):
+            api.create_pod(ns, action.pod)
+        elif isinstance(action, DeletePod):
+            api.delete_pod(action.namespace, action.pod)
+        elif isinstance(action, Event):
+            api.create_event(EVENT_NAMESPACE, event(action, self.now()))
+
+
+def grant(views: list[NodeView], works: dict[str, Work], pools: dict[str, PoolView]) -> set[str]:
+    """Which waiting nodes take a slot now: per pool, in name order, while the live budget has room.
+
+    A node whose Lease already exists (its cordon write failed last time) keeps its place without new room;
+    a halted pool admits nobody; a node without a pool label is never admitted.
+    """
+    granted: set[str] = set()
+    for name, pool in sorted(pools.items()):
+        if pool.halted_by:
+            continue
+        room = pool.budget - len(pool.holders)
+        for view in sorted((v for v in views if v.pool == name), key=lambda item: item.name):
+            if not wants_slot(view, works[view.name]):
+                continue
+            if view.uid in pool.holders:
+                granted.add(view.name)
+            elif room > 0:
+                granted.add(view.name)
+                room -= 1
+    return granted
+
+
+def dry_run(view: NodeView, actions: list[Action]) -> list[Action]:
+    """Dry run: only inspections and a ``would ...`` detail; no cordon, eviction, Lease or label change."""
+    kept: list[Action] = []
+    would = []
+    for action in actions:
+        if isinstance(action, PatchNode) and set(action.patch["metadata"].get("annotations") or {}) == {
+            REQUEST_ANNOTATION
+        }:
+            kept.append(action)
+        elif not isinstance(action, Event):
+            would.append(action)
+    if would and not kept:
+        first = would[0]
+        text = f"dry run: would {first.why if isinstance(first, PatchNode) else type(first).__name__}"[:1000]
+        if view.annotations.get(DETAIL_ANNOTATION) != text:
+            kept.append(
+                PatchNode(
+                    view.name, {"metadata": {"resourceVersion": view.rv, "annotations": {DETAIL_ANNOTATION: text}}}
+                )
+            )
+    return kept
+
+
+def smoke_cleanup(views: list[NodeView], pods: list[dict[str, Any]], namespace: str) -> list[Action]:
+    """Smoke pods of a node no longer smoke-testing (or gone) are deleted."""
+    testing = {view.uid for view in views if view.state == State.SMOKE_TESTING}
+    return [
+        DeletePod(namespace, objects.name(pod))
+        for pod in pods
+        if pod["metadata"].get("namespace") == namespace
+        and objects.labels(pod).get(SMOKE_LABEL)
+        and objects.labels(pod)[SMOKE_LABEL] not in testing
+        and not objects.terminating(pod)
+    ]
+
+
+def node_lease(action: CreateLease, namespace: str, now: float) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": action.name,
+            "namespace": namespace,
+            "labels": {LEASE_POOL_LABEL: action.pool},
+            "annotations": {LEASE_NODE_ANNOTATION: action.node, **action.annotations},
+        },
+        "spec": {"holderIdentity": action.node, "acquireTime": objects.micro_time(now)},
+    }
+
+
+def event(action: Event, now: float) -> dict[str, Any]:
+    stamp = objects.format_time(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{action.node}.node-agent.", "namespace": EVENT_NAMESPACE},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": action.node, "uid": action.uid},
+        "reason": action.reason,
+        "message": action.message[:1024],
+        "type": "Warning" if action.warning else "Normal",
+        "source": {"component": EVENT_SOURCE},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }

@@ -1,0 +1,141 @@
+"""Reading Kubernetes objects (plain JSON dicts) the way both programs need: labels, GPU pods, readiness, time.
+
+Shared by the controller and the executors; pure functions, standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from components.catalog.node_agent import SMOKE_LABEL
+
+#: Resources of NVIDIA's device plugin: whole GPUs (``nvidia.com/gpu``) and MIG devices (``nvidia.com/mig-*``).
+GPU_RESOURCE_PREFIX = "nvidia.com/"
+#: Pod phases after which no container runs (core/v1 PodPhase).
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+
+_EMPTY: dict[str, str] = {}
+
+
+def labels(obj: dict[str, Any]) -> dict[str, str]:
+    """The object's labels (the object's own mapping: read it, never change it)."""
+    return (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY  # type: ignore[return-value]
+
+
+def annotations_of(obj: dict[str, Any]) -> dict[str, str]:
+    """The object's annotations (the object's own mapping: read it, never change it)."""
+    return (obj.get("metadata") or _EMPTY).get("annotations") or _EMPTY  # type: ignore[return-value]
+
+
+def name(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def uid(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"].get("uid", ""))
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def json_annotation(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """A JSON object stored in an annotation; ``{}`` when absent or unreadable (never an exception).
+
+    Parsed once per distinct text (a controller reads the same records every pass): read it, never change it.
+    """
+    raw = annotations_of(obj).get(key, "")
+    return _parsed(raw) if raw else {}
+
+
+def requests_gpu(pod: dict[str, Any]) -> bool:
+    """The pod asks for an NVIDIA resource in any container, init container or ephemeral container."""
+    spec = pod.get("spec") or {}
+    for kind in ("containers", "initContainers", "ephemeralContainers"):
+        for container in spec.get(kind) or []:
+            resources = container.get("resources") or {}
+            asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+            if any(key.startswith(GPU_RESOURCE_PREFIX) for key in asked):
+                return True
+    return False
+
+
+def is_running_gpu_pod(pod: dict[str, Any]) -> bool:
+    """A pod that holds (or may start using) a GPU on its node: bound, not finished, asking for a GPU.
+
+    A terminating pod (``deletionTimestamp`` set) still runs until its grace period ends, so it counts.
+    The controller's own smoke pods are not workloads.
+    """
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return False
+    if (pod.get("status") or {}).get("phase") in FINISHED_PHASES:
+        return False
+    if labels(pod).get(SMOKE_LABEL):
+        return False
+    return requests_gpu(pod)
+
+
+def owner_kind(pod: dict[str, Any]) -> str:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    controller = [owner for owner in owners if owner.get("controller")] or owners
+    return str(controller[0].get("kind", "")) if controller else ""
+
+
+def owner_name(pod: dict[str, Any]) -> str:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    controller = [owner for owner in owners if owner.get("controller")] or owners
+    return str(controller[0].get("name", "")) if controller else ""
+
+
+def terminating(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """The pod's ``Ready`` condition is True (kubelet sets it once every container's probes pass)."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def container_image(spec: dict[str, Any], container: str) -> str:
+    for item in spec.get("containers") or []:
+        if item.get("name") == container:
+            return str(item.get("image", ""))
+    return ""
+
+
+def format_time(seconds: float) -> str:
+    """RFC 3339 with seconds, as the API server writes ``creationTimestamp``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(seconds: float) -> str:
+    """RFC 3339 with microseconds (``MicroTime``: Lease ``renewTime``, Event ``eventTime``)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> float:
+    """Seconds since the epoch from either form; 0.0 when absent or unreadable."""
+    if not text:
+        return 0.0
+    for pattern in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            return datetime.strptime(text, pattern).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+    return 0.0
+
+
+def created(obj: dict[str, Any]) -> float:
+    return parse_time(str((obj.get("metadata") or {}).get("creationTimestamp", "")))

@@ -1,0 +1,59 @@
+"""The controller's settings: rendered by the component into a ConfigMap, read again at every reconcile.
+
+Read live, so that a changed budget or timeout reaches a rollout that is already running (a DaemonSet or
+Deployment env var would reach it only when the pod is replaced). Unknown keys are an error: a component
+and a controller that disagree must not pass silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Tuning of the rollout controller."""
+
+    #: Nodes of one pool in maintenance at once: a number (``"2"``) or a percentage of the pool's live nodes.
+    max_unavailable: str = "1"
+    mig_layout: bool = False
+    dry_run: bool = False
+    eviction_timeout_seconds: float = 600.0
+    reboot_timeout_seconds: float = 900.0
+    driver_ready_timeout_seconds: float = 1200.0
+    mig_timeout_seconds: float = 900.0
+    smoke_timeout_seconds: float = 600.0
+    uninstall_timeout_seconds: float = 900.0
+    #: How long an executor may take to answer a short step (inspect, verify) before the node fails.
+    executor_timeout_seconds: float = 300.0
+    #: How often a handed-over node is inspected again (a host driver that comes back is caught).
+    recheck_seconds: float = 3600.0
+    #: The operator's namespace (its driver pods run there).
+    operator_namespace: str = "gpu-operator"
+    #: The MIG resources a node should advertise, by node group (or bare-metal node name): name -> count,
+    #: or names only (then every named resource must be advertised, and no other NVIDIA resource).
+    mig_resources: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Leader election: how long a leader's Lease lasts without renewal.
+    leader_lease_seconds: float = 30.0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Settings:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown settings: {', '.join(unknown)}")
+        values = dict(data)
+        resources: dict[str, dict[str, int]] = {}
+        for key, value in dict(values.pop("mig_resources", {}) or {}).items():
+            resources[key] = dict(value) if isinstance(value, dict) else {str(item): 0 for item in value}
+        values["max_unavailable"] = str(values.get("max_unavailable", "1"))
+        return cls(mig_resources=resources, **values)
+
+    def budget(self, live_nodes: int) -> int:
+        """Slots for a pool with ``live_nodes`` nodes now: a percentage rounds up; at least one node."""
+        text = self.max_unavailable.strip()
+        if text.endswith("%"):
+            return max(1, math.ceil(live_nodes * int(text[:-1]) / 100))
+        return max(1, int(text))

@@ -1,0 +1,42 @@
+"""Naming the invariant each fault test proves, and checking all of them after every test.
+
+Every fault test carries ``@proves(...)`` with the invariants it is about; the world checks all six after
+every write anyway, so a test fails on any violation, named or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tests.node_agent.sim.world import World
+
+INVARIANTS = {
+    "I1": "never more than the budget in maintenance",
+    "I2": "no node cordoned without a state and a reason; no finished node holding a slot",
+    "I3": "no driver or MIG change while a GPU pod runs on the node",
+    "I4": "a holder that touched its node is never taken over",
+    "I5": "every flow ends done, or failed/waiting with a reason",
+    "I6": "a failure halts the pool",
+}
+#: test name -> the invariants it names.
+PROVES: dict[str, tuple[str, ...]] = {}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def proves(*invariants: str) -> Callable[[F], F]:
+    unknown = set(invariants) - set(INVARIANTS)
+    assert not unknown, unknown
+
+    def mark(test: F) -> F:
+        PROVES[test.__name__] = invariants
+        return test
+
+    return mark
+
+
+def assert_sound(world: World) -> None:
+    """No invariant violated, no forbidden call made, no transition outside the documented table."""
+    assert world.metrics.details == [], world.metrics.details
+    assert world.api.forbidden == [], world.api.forbidden

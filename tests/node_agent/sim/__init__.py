@@ -1,0 +1,1 @@
+"""A discrete-event world of Kubernetes and the NVIDIA controllers, written from their source."""

@@ -1,0 +1,535 @@
+"""The other actors of the cluster, each as its source says, with its timing and its leftovers.
+
+Every actor reads and writes the store directly (its own writes are not the subject of the tests) and reacts
+to writes through the API server's watch, as an informer-driven controller does.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from components.catalog.names import NODE_GROUP_LABEL
+from components.catalog.node_agent import (
+    DRIVER_CONTAINER,
+    DRIVER_POD_LABEL,
+    GPU_DEPLOY_DRIVER_LABEL,
+    MIG_LABEL,
+    MIG_STATE_FAILED,
+    MIG_STATE_LABEL,
+    MIG_STATE_PENDING,
+    MIG_STATE_SUCCESS,
+    OPERAND_DEPLOY_LABELS,
+    PAUSED_FOR_MIG,
+    SMOKE_LABEL,
+    UNSCHEDULABLE_TAINT,
+)
+from components.node_agent.agent import objects
+from tests.node_agent.sim.api import clone
+
+if TYPE_CHECKING:
+    from tests.node_agent.sim.world import World
+
+#: Allocatable NVIDIA resources of an 8 x A100-80GB node under each mig-parted config (mig-parted's default
+#: config file: all-disabled = whole GPUs; all-1g.10gb = 7 per GPU; all-3g.40gb = 2 per GPU).
+LAYOUTS: dict[str, dict[str, int]] = {
+    "all-disabled": {"nvidia.com/gpu": 8},
+    "all-1g.10gb": {"nvidia.com/mig-1g.10gb": 56},
+    "all-3g.40gb": {"nvidia.com/mig-3g.40gb": 16},
+}
+
+
+def pod_key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata'].get('namespace', '')}/{objects.name(pod)}"
+
+
+def tolerates(pod: dict[str, Any], taint: dict[str, Any]) -> bool:
+    for toleration in (pod.get("spec") or {}).get("tolerations") or []:
+        if toleration.get("operator") == "Exists" and not toleration.get("key"):
+            return True
+        if toleration.get("key") == taint.get("key") and toleration.get("effect") in (None, "", taint.get("effect")):
+            return True
+    return False
+
+
+class Kubelet:
+    """Runs the pods bound to its node (pkg/kubelet): Pending -> Running and Ready after the start delay;
+    a terminating pod goes after its grace period (``syncTerminatingPod``); a smoke pod runs ``nvidia-smi -L``
+    and succeeds when the device plugin can allocate its resource, else admission fails it
+    (pkg/kubelet/lifecycle/predicate.go: ``UnexpectedAdmissionError`` for an unavailable extended resource)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            return
+        node = (new.get("spec") or {}).get("nodeName")
+        if not node:
+            return
+        phase = (new.get("status") or {}).get("phase")
+        if objects.terminating(new) and not (old and objects.terminating(old)):
+            grace = int(new["metadata"].get("deletionGracePeriodSeconds", 30))
+            self.world.at(min(grace, self.world.timing.pod_stop), lambda: self._remove(key))
+            return
+        if phase == "Pending" and not (old and (old.get("spec") or {}).get("nodeName")):
+            self.world.at(self.world.timing.pod_start, lambda: self._start(key))
+
+    def _remove(self, key: str) -> None:
+        if key in self.world.api.store["pods"]:
+            self.world.api.put("pods", key, None)
+
+    def _start(self, key: str) -> None:
+        pod = self.world.api.store["pods"].get(key)
+        if pod is None or objects.terminating(pod) or pod["status"].get("phase") != "Pending":
+            return
+        node = pod["spec"]["nodeName"]
+        if not self.world.up(node):
+            return
+        body = clone(pod)
+        if objects.labels(pod).get(SMOKE_LABEL):
+            resource = next(iter(pod["spec"]["containers"][0]["resources"]["limits"]))
+            free = int(str(self.world.node(node)["status"]["allocatable"].get(resource, "0")))
+            body["status"] = {"phase": "Succeeded" if free > 0 and not self.world.smoke_fails(node) else "Failed"}
+        elif objects.labels(pod).get(DRIVER_POD_LABEL[0]) == DRIVER_POD_LABEL[1]:
+            self.world.driver.started(key, body)
+            return
+        else:
+            body["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        self.world.api.put("pods", key, body)
+
+
+class Scheduler:
+    """Binds unbound pods (kube-scheduler plugins NodeUnschedulable, TaintToleration, NodeResourcesFit,
+    NodeAffinity/nodeSelector): a cordoned node takes only pods tolerating ``node.kubernetes.io/unschedulable``."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.queued = False
+
+    def kick(self) -> None:
+        if not self.queued:
+            self.queued = True
+            self.world.at(1.0, self.run)
+
+    def run(self) -> None:
+        self.queued = False
+        pods = self.world.api.store["pods"]
+        pending = [key for key in sorted(pods) if not (pods[key].get("spec") or {}).get("nodeName")]
+        if not pending:
+            return
+        used: dict[str, dict[str, int]] = {}
+        for pod in pods.values():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node:
+                self._add(used.setdefault(node, {}), pod)
+        nodes = sorted(self.world.api.store["nodes"].values(), key=objects.name)
+        for key in pending:
+            pod = pods[key]
+            if objects.terminating(pod):
+                continue
+            for node in nodes:
+                name = objects.name(node)
+                if self.fits(pod, node, used.setdefault(name, {})):
+                    body = clone(pod)
+                    body["spec"]["nodeName"] = name
+                    self.world.api.put("pods", key, body)
+                    self._add(used[name], pod)
+                    break
+
+    @staticmethod
+    def _limits(pod: dict[str, Any]) -> dict[str, int]:
+        asked: dict[str, int] = {}
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            for resource, count in ((container.get("resources") or {}).get("limits") or {}).items():
+                asked[resource] = asked.get(resource, 0) + int(count)
+        return asked
+
+    def _add(self, used: dict[str, int], pod: dict[str, Any]) -> None:
+        for resource, count in self._limits(pod).items():
+            used[resource] = used.get(resource, 0) + count
+
+    def fits(self, pod: dict[str, Any], node: dict[str, Any], used: dict[str, int]) -> bool:
+        name = objects.name(node)
+        allocatable = node["status"]["allocatable"]
+        for resource, count in self._limits(pod).items():
+            if int(str(allocatable.get(resource, "0"))) < used.get(resource, 0) + count:
+                return False
+        if not self.world.up(name):
+            return False
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if any(objects.labels(node).get(k) != v for k, v in selector.items()):
+            return False
+        spec = node.get("spec") or {}
+        if spec.get("unschedulable") and not tolerates(pod, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}):
+            return False
+        return all(
+            tolerates(pod, taint)
+            for taint in spec.get("taints") or []
+            if taint.get("effect") in ("NoSchedule", "NoExecute")
+        )
+
+
+@dataclass
+class ReplicaSet:
+    """Keeps ``replicas`` active pods (pkg/controller/replicaset ``manageReplicas``; ``FilterActivePods``
+    leaves terminating pods out, so an evicted pod is replaced at once, before it is gone)."""
+
+    namespace: str
+    name: str
+    replicas: int
+    pool: str
+    resource: str
+    made: int = 0
+
+
+class ReplicaSets:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.sets: dict[str, ReplicaSet] = {}
+
+    def add(self, rs: ReplicaSet, node: str | None = None) -> None:
+        self.sets[rs.name] = rs
+        for _ in range(rs.replicas):
+            self._create(rs, node)
+
+    def _create(self, rs: ReplicaSet, node: str | None) -> None:
+        rs.made += 1
+        name = f"{rs.name}-{rs.made}"
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": rs.namespace,
+                "labels": {"app": rs.name},
+                "ownerReferences": [{"kind": "ReplicaSet", "name": rs.name, "controller": True}],
+            },
+            "spec": {
+                "nodeSelector": {NODE_GROUP_LABEL: rs.pool},
+                "containers": [{"name": "train", "resources": {"limits": {rs.resource: 1}}}],
+            },
+            "status": {"phase": "Running" if node else "Pending", "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+        if node:
+            pod["spec"]["nodeName"] = node
+        self.world.api.put("pods", f"{rs.namespace}/{name}", pod)
+        if not node:
+            self.world.scheduler.kick()
+
+    def on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        pod = new or old
+        if pod is None or objects.owner_kind(pod) != "ReplicaSet":
+            return
+        became_inactive = new is None or (objects.terminating(new) and not (old and objects.terminating(old)))
+        if not became_inactive:
+            return
+        rs = self.sets.get(objects.owner_name(pod))
+        if rs is None:
+            return
+        active = [
+            p
+            for p in self.world.api.store["pods"].values()
+            if objects.owner_name(p) == rs.name and not objects.terminating(p)
+        ]
+        for _ in range(rs.replicas - len(active)):
+            self.world.at(self.world.timing.refill, functools.partial(self._create, rs, None))
+
+
+class DaemonSets:
+    """A DaemonSet that asks for a GPU (a monitoring agent, say): one pod per pool node. The DaemonSet
+    controller adds the ``node.kubernetes.io/unschedulable`` toleration to its pods
+    (pkg/controller/daemon/util ``AddOrUpdateDaemonPodTolerations``), so an evicted pod comes back on a
+    cordoned node."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.names: list[str] = []
+
+    def add(self, name: str) -> None:
+        self.names.append(name)
+        for node in list(self.world.api.store["nodes"]):
+            self._ensure(name, node)
+
+    def _ensure(self, ds: str, node: str) -> None:
+        key = f"monitoring/{ds}-{node}"
+        if key in self.world.api.store["pods"] or not self.world.up(node) or node not in self.world.api.store["nodes"]:
+            return
+        self.world.api.put(
+            "pods",
+            key,
+            {
+                "metadata": {
+                    "name": f"{ds}-{node}",
+                    "namespace": "monitoring",
+                    "ownerReferences": [{"kind": "DaemonSet", "name": ds, "controller": True}],
+                },
+                "spec": {
+                    "nodeName": node,
+                    "tolerations": [{"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{"name": "probe", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                },
+                "status": {"phase": "Pending"},
+            },
+        )
+
+    def on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is not None or old is None or objects.owner_kind(old) != "DaemonSet":
+            return
+        ds, node = objects.owner_name(old), old["spec"]["nodeName"]
+        if ds in self.names:
+            self.world.at(2.0, lambda: self._ensure(ds, node))
+
+    def node_up(self, node: str) -> None:
+        for ds in self.names:
+            self._ensure(ds, node)
+
+
+class OperatorDriver:
+    """The GPU Operator's driver DaemonSet (gpu-operator v26.7.0 assets/state-driver/0500_daemonset.yaml):
+    a pod on every node labelled ``nvidia.com/gpu.deploy.driver=true`` (its nodeSelector). Its init container
+    k8s-driver-manager finds a host driver with ``chroot /host nvidia-smi``, labels the node
+    ``gpu.deploy.driver=pre-installed`` and exits 1 after 60 s (driver-lifecycle research, main.go
+    ``disableContainerizedDriver``); otherwise the driver container installs into its own root, writes the
+    host's ``/var/log/nvidia-installer.log`` (the ``var-log`` hostPath), loads the modules and turns Ready
+    when its startup probe passes (``initialDelaySeconds: 60``, ``periodSeconds: 10``)."""
+
+    NAMESPACE = "gpu-operator"
+    NAME = "nvidia-driver-daemonset"
+    IMAGE = "nvcr.io/nvidia/driver:580.95.05-ubuntu22.04"
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.never_ready: set[str] = set()
+        self.pods = 0
+
+    def daemon_set(self) -> dict[str, Any]:
+        key, value = DRIVER_POD_LABEL
+        return {
+            "metadata": {"name": self.NAME, "namespace": self.NAMESPACE, "labels": {key: value}},
+            "spec": {"template": {"spec": {"containers": [{"name": DRIVER_CONTAINER, "image": self.IMAGE}]}}},
+        }
+
+    def on_node(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            return
+        wanted = objects.labels(new).get(GPU_DEPLOY_DRIVER_LABEL) == "true"
+        was = old is not None and objects.labels(old).get(GPU_DEPLOY_DRIVER_LABEL) == "true"
+        if wanted and not was:
+            self.world.at(2.0, lambda: self.ensure(name))
+        if was and not wanted:
+            for pod in self.pods_on(name):
+                self.world.api.delete_pod_gracefully(self.NAMESPACE, objects.name(pod))
+
+    def pods_on(self, node: str) -> list[dict[str, Any]]:
+        key, value = DRIVER_POD_LABEL
+        return [pod for pod in self.world.pods_on(node) if objects.labels(pod).get(key) == value]
+
+    def ensure(self, node: str) -> None:
+        current = self.world.api.store["nodes"].get(node)
+        if current is None or objects.labels(current).get(GPU_DEPLOY_DRIVER_LABEL) != "true" or self.pods_on(node):
+            return
+        if not self.world.up(node):
+            return
+        self.pods += 1
+        key, value = DRIVER_POD_LABEL
+        self.world.api.put(
+            "pods",
+            f"{self.NAMESPACE}/{self.NAME}-{self.pods}",
+            {
+                "metadata": {
+                    "name": f"{self.NAME}-{self.pods}",
+                    "namespace": self.NAMESPACE,
+                    "labels": {key: value},
+                    "ownerReferences": [{"kind": "DaemonSet", "name": self.NAME, "controller": True}],
+                },
+                "spec": {"nodeName": node, "containers": [{"name": DRIVER_CONTAINER, "image": self.IMAGE}]},
+                "status": {"phase": "Pending"},
+            },
+        )
+
+    def started(self, key: str, body: dict[str, Any]) -> None:
+        node = body["spec"]["nodeName"]
+        host = self.world.hosts[node]
+        if host.exists("/usr/bin/nvidia-smi"):
+            # k8s-driver-manager: a host driver -> pre-installed, then exit 1 after 60 s.
+            self.world.label(node, {GPU_DEPLOY_DRIVER_LABEL: "pre-installed"})
+            body["status"] = {"phase": "Running"}
+            self.world.api.put("pods", key, body)
+            self.world.at(60.0, lambda: self._fail(key))
+            return
+        body["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}
+        self.world.api.put("pods", key, body)
+        host.files.add("/var/log/nvidia-installer.log")
+        host.operator_modules = True
+        if node in self.never_ready:
+            return
+        delay = 60.0 + 10.0 * self.world.rng.randint(3, 12)
+        self.world.at(delay, lambda: self._ready(key))
+
+    def _fail(self, key: str) -> None:
+        pod = self.world.api.store["pods"].get(key)
+        if pod is not None:
+            body = clone(pod)
+            body["status"] = {"phase": "Failed"}
+            self.world.api.put("pods", key, body)
+
+    def _ready(self, key: str) -> None:
+        pod = self.world.api.store["pods"].get(key)
+        if pod is None or objects.terminating(pod):
+            return
+        body = clone(pod)
+        body["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        self.world.api.put("pods", key, body)
+
+
+@dataclass
+class MigManagerPod:
+    """One node's mig-manager pod: its queue and the package variable that outlives a run."""
+
+    busy: bool = False
+    queued: bool = False
+    #: reconfigure.go ``NoRestartK8sDaemonsetsOnExit``: set by ``restartKubernetesGPUClients`` on the first
+    #: success, never reset while the pod lives.
+    no_restart: bool = False
+    generation: int = 0  #: bumped when the pod restarts (a run in progress is lost)
+
+
+class MigManager:
+    """mig-manager (mig-parted v0.15.0 cmd/nvidia-mig-manager + pkg/mig/reconfigure/reconfigure.go).
+
+    On a change of ``nvidia.com/mig.config`` it runs ``Run()``: ``getCurrentNodeLabels`` (a ``kubectl get``),
+    ``validateMigConfig`` and ``isConfigAlreadyApplied`` (two ``nvidia-mig-parted assert`` calls) **before** it
+    writes anything; an applied config is ``success`` at once; otherwise ``pending``, the operands set to
+    ``paused-for-mig-change``, the change applied (it fails on GPUs in use), the operands restored, then
+    ``success`` or ``failed``. One run at a time; a change during a run is picked up after it. A pod that
+    restarts mid-run leaves ``pending`` behind (NVIDIA/gpu-operator#2833).
+    """
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.pods: dict[str, MigManagerPod] = {}
+        self.fail: set[str] = set()  #: nodes where nvidia-mig-parted apply fails
+        self.stall: set[str] = set()  #: nodes whose mig-manager never gets to write anything
+        self.runs = 0
+
+    def pod(self, node: str) -> MigManagerPod:
+        return self.pods.setdefault(node, MigManagerPod())
+
+    def on_node(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None or old is None:
+            return
+        if objects.labels(new).get(MIG_LABEL) == objects.labels(old).get(MIG_LABEL):
+            return
+        pod = self.pod(name)
+        if pod.busy:
+            pod.queued = True
+            return
+        self._start(name)
+
+    def _start(self, node: str) -> None:
+        pod = self.pod(node)
+        if not self.world.up(node) or node in self.stall:
+            return
+        pod.busy, pod.queued = True, False
+        generation = pod.generation
+        lo, hi = self.world.timing.mig_checks
+        self.world.at(self.world.rng.uniform(lo, hi), lambda: self._checked(node, generation))
+
+    def _alive(self, node: str, generation: int) -> bool:
+        return self.pod(node).generation == generation and node in self.world.api.store["nodes"]
+
+    def _checked(self, node: str, generation: int) -> None:
+        if not self._alive(node, generation):
+            return
+        self.runs += 1
+        labels = objects.labels(self.world.node(node))
+        config = labels.get(MIG_LABEL, "")
+        captured = {key: labels.get(key, "") for key in OPERAND_DEPLOY_LABELS}
+        host = self.world.hosts[node]
+        if host.mig_layout == config:
+            self._finish(node, generation, MIG_STATE_SUCCESS, captured)
+            return
+        paused = {key: ("false" if value == "false" else PAUSED_FOR_MIG) for key, value in captured.items()}
+        self.world.label(node, {MIG_STATE_LABEL: MIG_STATE_PENDING, **paused})
+        lo, hi = self.world.timing.mig_apply
+        self.world.at(self.world.rng.uniform(lo, hi), lambda: self._apply(node, generation, config, captured))
+
+    def _apply(self, node: str, generation: int, config: str, captured: dict[str, str]) -> None:
+        if not self._alive(node, generation):
+            return
+        busy = self.world.gpu_pods_running(node)
+        if node in self.fail or busy or config not in LAYOUTS:
+            self._finish(node, generation, MIG_STATE_FAILED, captured)
+            return
+        self.world.hosts[node].mig_layout = config
+        self.world.record_mig_change(node)
+        pod = self.pod(node)
+        pod.no_restart = True  # restartKubernetesGPUClients
+        self.world.label(node, {key: ("false" if v == "false" else "true") for key, v in captured.items()})
+        self._finish(node, generation, MIG_STATE_SUCCESS, captured)
+
+    def _finish(self, node: str, generation: int, state: str, captured: dict[str, str]) -> None:
+        pod = self.pod(node)
+        labels: dict[str, str | None] = {}
+        if not pod.no_restart:  # setState: restores the operands only while the flag is unset
+            labels.update({key: ("false" if v == "false" else "true") for key, v in captured.items()})
+        labels[MIG_STATE_LABEL] = state
+        self.world.label(node, labels)
+        pod.busy = False
+        if pod.queued:
+            self._start(node)
+
+    def restarted(self, node: str) -> None:
+        pod = self.pod(node)
+        pod.generation += 1
+        pod.busy = pod.queued = False
+        pod.no_restart = False
+
+
+class DevicePlugin:
+    """The device plugin and kubelet's device manager: the node's allocatable NVIDIA resources follow the MIG
+    layout while ``nvidia.com/gpu.deploy.device-plugin`` is ``true``; paused, the plugin's pod is gone and
+    kubelet reports 0 for its resources (pkg/kubelet/cm/devicemanager: an unregistered endpoint's devices
+    are unhealthy). A restarted plugin registers after a few seconds."""
+
+    LABEL = OPERAND_DEPLOY_LABELS[0]
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def on_node(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            return
+        before = objects.labels(old or {}).get(self.LABEL)
+        after = objects.labels(new).get(self.LABEL)
+        if before != after:
+            self.world.at(self.world.timing.plugin, lambda: self.publish(name))
+
+    def publish(self, node: str) -> None:
+        current = self.world.api.store["nodes"].get(node)
+        if current is None or not self.world.up(node):
+            return
+        running = objects.labels(current).get(self.LABEL, "true") == "true"
+        layout = LAYOUTS.get(self.world.hosts[node].mig_layout, {})
+        allocatable = {
+            k: v for k, v in current["status"].get("allocatable", {}).items() if not k.startswith("nvidia.com/")
+        }
+        if running:
+            allocatable.update({k: str(v) for k, v in layout.items()})
+        else:
+            allocatable.update(
+                {k: "0" for k in current["status"].get("allocatable", {}) if k.startswith("nvidia.com/")}
+            )
+        if allocatable != current["status"].get("allocatable"):
+            body = clone(current)
+            body["status"]["allocatable"] = allocatable
+            self.world.api.put("nodes", node, body)
+
+
+@dataclass
+class Human:
+    """What an operator does by hand, scripted by a test."""
+
+    actions: list[str] = field(default_factory=list)
