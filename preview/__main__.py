@@ -29,6 +29,7 @@ from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
 from preview.rendered import RenderMemo, RenderSetupError, render_program
+from preview.resource_options import option_files
 from preview.runner import REPO_ROOT, run_program
 from preview.snapshot import Snapshot, load_snapshot
 from preview.stack_file import StackFileError, available_stacks
@@ -93,7 +94,7 @@ def preview_stack(
     except RenderSetupError as error:
         print(f"error: stack {stack}: {error}", file=sys.stderr)
         return 1
-    files = {**preview_files(run), **rendered.files(), **mig_plan_files(run)}
+    files = {**preview_files(run), **rendered.files(), **mig_plan_files(run), **option_files(run)}
     write_files(files, out_dir)
     try:
         gate = run_gate(run, root, rendered)
