@@ -60,6 +60,30 @@ class ResourceChange:
     moved_from: str = ""  # the old URN an alias pairs it with (an update, not a create and a delete)
 
 
+#: Kinds whose pods are replaced when their ``spec.template`` changes (the controllers' rollout).
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
+
+
+@dataclass(frozen=True)
+class RenderedChange:
+    """One rendered object created, changed (with the changed paths) or deleted, under its release or Directory."""
+
+    origin: str
+    action: str
+    kind: str
+    name: str  # ``<namespace>/<name>`` or ``<name>``
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def rolls(self) -> bool:
+        """A workload whose pod template changes: its controller replaces every pod."""
+        return (
+            self.action == UPDATE
+            and self.kind in WORKLOAD_KINDS
+            and any(c.path.startswith("spec.template") for c in self.changes)
+        )
+
+
 @dataclass(frozen=True)
 class GpuChange:
     """One GPU of a pool's node, before and after."""
@@ -149,6 +173,12 @@ class StackDiff:
     moves: list[Move] = field(default_factory=list)  # deleted and created resources that are one object, unaliased
     refused: list[str] = field(default_factory=list)  # the head is refused: every problem (nothing else is known)
     mig_plan: str = ""  # the MIG plan the change needs recorded, and how (empty: the recorded one is current)
+    rendered: list[RenderedChange] = field(default_factory=list)  # objects inside releases and Directories
+
+    @property
+    def rollouts(self) -> list[RenderedChange]:
+        """Rendered workloads whose pod template changes: their pods restart."""
+        return [change for change in self.rendered if change.rolls]
 
     @property
     def mandatory_findings(self) -> list[str]:
@@ -194,7 +224,13 @@ class StackDiff:
     def empty(self) -> bool:
         """Nothing changes at all."""
         return not (
-            self.resources or self.outputs or self.repartitioned or self.appeared or self.disappeared or self.refused
+            self.resources
+            or self.outputs
+            or self.repartitioned
+            or self.appeared
+            or self.disappeared
+            or self.refused
+            or self.rendered
         )
 
     def to_json(self) -> str:

@@ -33,6 +33,7 @@ from preview.mig_plan import PLAN_FILE
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION
 from preview.refused import EXIT_REFUSED, refused_diff
 from preview.render import write_files
+from preview.rendered_diff import rendered_changes
 from preview.report_html import html_report
 from preview.report_markdown import markdown_report
 from preview.runner import REPO_ROOT
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         head = load_snapshot(preview_out / stack, stack)
         diff = diff_snapshots(base_snapshot(baseline), head, baseline.label, HEAD_LABEL)
         diff.mig_plan = mig_plan_to_record(root, preview_out / stack, stack)
+        diff.rendered = rendered_changes(baseline.folder, preview_out / stack)
         write_files(report_files(diff, _shown(where, root)), where)
         print("\n".join(summary_lines(diff, findings_of(head))))
         print(f"reports: {', '.join(str(_shown(where, root) + '/' + name) for name in REPORTS)}")

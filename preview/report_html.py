@@ -229,6 +229,21 @@ def html_report(diff: StackDiff) -> str:
         body.append("</table>")
     else:
         body.append("<p>No resource changes.</p>")
+    if diff.rendered:
+        body.append(f'<h2 id="rendered">Rendered objects ({len(diff.rendered)} changed)</h2>')
+        body.append("<table><tr><th>action</th><th>object</th><th>in</th><th>what</th></tr>")
+        for item in diff.rendered:
+            paths = "<br>".join(
+                f"<code>{escape(c.path)}</code>: <code>{escape(c.old)}</code> &rarr; <code>{escape(c.new)}</code>"
+                for c in item.changes[:40]
+            )
+            roll = '<b class="replace">pods restart</b><br>' if item.rolls else ""
+            body.append(
+                f'<tr data-rendered="{item.action}"><td class="{item.action}">{item.action}</td>'
+                f"<td><code>{escape(item.kind)} {escape(item.name)}</code></td><td>{escape(item.origin)}</td>"
+                f"<td>{roll}{paths}</td></tr>"
+            )
+        body.append("</table>")
     body.append(f'<h2 id="outputs">Stack outputs ({len(diff.outputs)} changed)</h2>')
     if diff.outputs:
         body.append("<table><tr><th>path</th><th>before</th><th>after</th></tr>")

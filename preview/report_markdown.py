@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Change, ResourceChange, StackDiff
-from preview.summary import finding_groups, gpu_ranges
+from preview.summary import finding_groups, gpu_ranges, rendered_counts
 
 MARKER = "<!-- gpu-platform-diff:{stack} -->"
 MAX_CHARS = 60_000
@@ -107,6 +107,11 @@ def _summary_table(diff: StackDiff) -> list[str]:
         else []
     )
     plan = [f"| MIG plan to commit | {_cell(diff.mig_plan)} |"] if diff.mig_plan else []
+    rendered = (
+        [f"| rendered objects | {'; '.join(_cell(line) for line in rendered_counts(diff))} |"] if diff.rendered else []
+    )
+    rolls = "; ".join(f"{_code(c.kind + ' ' + c.name)} ({_cell(c.origin)})" for c in diff.rollouts)
+    rendered += [f"| pods restarted (pod template changed) | {rolls} |"] if rolls else []
     return [
         "| | |",
         "| --- | --- |",
@@ -118,9 +123,26 @@ def _summary_table(diff: StackDiff) -> list[str]:
         f"| GPU nodes replaced | {'; '.join(f'{_code(p.name)}: {_cell(p.nodes_replaced)}' for p in diff.pools if p.nodes_replaced) or 'none'} |",
         f"| driver | {drivers or 'unchanged'} |",
         f"| policy gate | {verdict}; {len(diff.appeared)} finding(s) new, {len(diff.disappeared)} gone |",
+        *rendered,
         *moves,
         *plan,
     ]
+
+
+def _rendered_section(diff: StackDiff) -> list[str]:
+    body: list[str] = []
+    for change in diff.rendered:
+        roll = " (pods restart)" if change.rolls else ""
+        body.append(f"- {change.action}: {_code(change.kind + ' ' + change.name)} in {_code(change.origin)}{roll}")
+    for change in diff.rendered:
+        if change.changes:
+            body += [
+                "",
+                f"{_code(change.kind + ' ' + change.name)} ({_cell(change.origin)}):",
+                "",
+                *_change_rows(change.changes),
+            ]
+    return body
 
 
 def _names_of_moves(diff: StackDiff) -> str:
@@ -165,6 +187,8 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
         lines += ["No change.", ""]
     if diff.resources:
         lines += _details(f"Resources ({len(diff.resources)} changed)", _resource_section(diff))
+    if diff.rendered:
+        lines += _details(f"Rendered objects ({len(diff.rendered)} changed)", _rendered_section(diff))
     if diff.repartitioned:
         lines += _details(
             f"MIG: {sum(len(p.repartitioned) for p in diff.repartitioned)} GPU(s) re-partitioned", _pool_section(diff)

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Finding, PoolChange, ResourceChange, StackDiff
+from preview.changes import (
+    CREATE,
+    DELETE,
+    REPLACE,
+    UPDATE,
+    Finding,
+    PoolChange,
+    RenderedChange,
+    ResourceChange,
+    StackDiff,
+)
 
 MAX_PATHS = 4  # changed input paths named per updated resource on the console
 
@@ -73,6 +83,25 @@ def update_line(change: ResourceChange) -> str:
     return f"UPDATE {change.name} ({change.type}){moved}: {shown}"
 
 
+def rendered_counts(diff: StackDiff) -> list[str]:
+    """``kubeflow-platform: 1 created, 2 changed, 1 deleted``: rendered objects per release or Directory."""
+    lines = []
+    for origin in sorted({c.origin for c in diff.rendered}):
+        items = [c for c in diff.rendered if c.origin == origin]
+        counts = {action: sum(1 for c in items if c.action == action) for action in (CREATE, UPDATE, DELETE)}
+        lines.append(
+            f"{origin}: {counts[CREATE]} created, {counts[UPDATE]} changed, {counts[DELETE]} deleted (rendered objects)"
+        )
+    return lines
+
+
+def rollout_line(change: RenderedChange) -> str:
+    """``Deployment kubeflow/jupyter-web-app-deployment (kubeflow-platform): pods restart; spec.template...``."""
+    paths = [c.path for c in change.changes if c.path.startswith("spec.template")]
+    shown = ", ".join(paths[:MAX_PATHS]) + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else "")
+    return f"{change.kind} {change.name} ({change.origin}): pod template changed, its pods restart ({shown})"
+
+
 def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> list[str]:
     """The summary of one stack's diff (``findings``: the head's findings, grouped; default: the diff's changes)."""
     if diff.refused:
@@ -100,6 +129,9 @@ def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> lis
         lines.append(f"  DRIVER {pool.name}: {pool.driver_rollout}")
     if diff.mig_plan:
         lines.append(f"  MIG PLAN {diff.mig_plan}")
+    lines += [f"  RENDERED {line}" for line in rendered_counts(diff)]
+    for rollout in diff.rollouts:
+        lines.append(f"  ROLLS {rollout_line(rollout)}")
     if diff.appeared or diff.disappeared:
         lines.append(f"  policy findings: {len(diff.appeared)} new, {len(diff.disappeared)} gone")
         lines += [f"    + {line}" for line in finding_groups(diff.appeared)]
