@@ -425,6 +425,10 @@ def _driver_resource(snapshot: Snapshot | None, pool: str) -> str:
     return str(own.get("driverResource") or "") if isinstance(own, dict) else ""
 
 
+#: NVIDIADriver spec paths whose change is not a rollout of the driver pods by itself.
+_NOT_A_ROLLOUT = ("spec.version", "spec.upgradePolicy")
+
+
 def _driver_rollout(pool: str, head: Snapshot, changes: list[ResourceChange]) -> str:
     """``NVIDIADriver gpu-platform-a100 is updated (spec.tolerations): ...``: the pool's driver object changes."""
     name = _driver_resource(head, pool)
@@ -437,12 +441,17 @@ def _driver_rollout(pool: str, head: Snapshot, changes: list[ResourceChange]) ->
         metadata = ((resource or {}).get("inputs") or {}).get("metadata") or {}
         if metadata.get("name") != name:
             continue
-        paths = sorted({c.path for c in change.changes if c.path.startswith("spec.")})
+        # The version is the driver change itself (shown as such); the upgrade policy only steers the rollout.
+        paths = sorted(
+            {c.path for c in change.changes if c.path.startswith("spec.") and not c.path.startswith(_NOT_A_ROLLOUT)}
+        )
+        if not paths and change.action != REPLACE:
+            continue
         kind = change.type.rsplit(":", 1)[-1]
         shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
         verb = "replaced (deleted, then created)" if change.action == REPLACE else "updated"
         return (
-            f"{kind} {name} is {verb} ({shown or 'metadata only'}): the operator rolls its driver pods on every node "
+            f"{kind} {name} is {verb} ({shown or 'recreated'}): the operator rolls its driver pods on every node "
             "of the pool, GPU workloads there stop while the driver reloads"
         )
     return ""

@@ -73,4 +73,4 @@ def rendered_changes(base_dir: Path | None, head_dir: Path) -> list[RenderedChan
                 changes = tuple(value_changes(before_object, after_object))
                 if changes:
                     found.append((origin, key, RenderedChange(origin, UPDATE, kind, name, changes)))
-    return [change for _, _, change in sorted(found, key=lambda item: (item[0], item[1], item[2].action))]
+    return [c for _, _, c in sorted(found, key=lambda i: (i[0], i[1][1], i[1][2], i[1][0], i[2].action))]
