@@ -24,6 +24,7 @@ from components.catalog.replacements import (
     KUBERNETES_FORCE_NEW,
     KUBERNETES_FORCE_NEW_VERSIONS,
     KUBERNETES_METADATA_FORCE_NEW,
+    KUBERNETES_SAME_NAME_DELETES_FIRST,
     YANDEX_NODE_GROUP_FORCE_NEW,
     YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS,
 )
@@ -157,4 +158,12 @@ def replace_note(
         )
     if resource_type == NODE_GROUP_TYPE:
         return "the cloud-side name did not change, so the new group cannot be created first (delete-before-create)."
+    if KUBERNETES_SAME_NAME_DELETES_FIRST and kubernetes_paths(resource_type) is not None:
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        same = (old_meta.get("name"), old_meta.get("namespace")) == (new_meta.get("name"), new_meta.get("namespace"))
+        if same and new_meta.get("name"):
+            return (
+                "pulumi-kubernetes deletes the object first, then creates it under the same name: "
+                "it does not exist in between."
+            )
     return ""

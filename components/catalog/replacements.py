@@ -30,6 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+#: pulumi-kubernetes replaces a named object that keeps its name and namespace delete-first: the same name
+#: cannot exist twice (``provider/pkg/provider/provider.go`` ``Diff``: ``deleteBeforeReplace`` when the object
+#: is named, not auto-named, and its name and namespace stay).
+KUBERNETES_SAME_NAME_DELETES_FIRST = True
+
 #: Every Kubernetes object: a new name or namespace is a new object.
 KUBERNETES_METADATA_FORCE_NEW: tuple[str, ...] = ("metadata.name", "metadata.namespace")
 

@@ -307,3 +307,13 @@ def test_diff_json_is_read_back_only_as_written(tmp_path: Path) -> None:
     report.write_text(ok)
     comment = comment_for("dev", report, "a" * 40)
     assert "<script>" not in comment and "<b>" not in comment and "@someone" not in comment
+
+
+def test_unchanged_pools_are_collapsed_in_the_html() -> None:
+    base = _pools_snapshot("580.82.07", "595.91.07", ["a"])
+    head = _pools_snapshot("580.95.05", "595.91.07", ["a"])
+    html = html_report(diff_snapshots(base, head, "main", "head"))
+    a100 = html[html.index('data-pool="a100"') : html.index('data-pool="v100"')]
+    v100 = html[html.index('data-pool="v100"') :]
+    assert 'data-status="unchanged"' in a100 and "<details><summary>GPUs (unchanged)</summary>" in a100
+    assert "<details><summary>GPUs (unchanged)" not in v100.split("</section>")[0]

@@ -47,8 +47,9 @@ def driver_bump(config: dict[str, Any]) -> None:
 
 
 def preinstalled_drivers(config: dict[str, Any]) -> None:
-    """The v100 group moves to ``runc_drivers_cuda`` (the node image's driver): a new group."""
+    """The v100 group on ``runc_drivers_cuda`` (the node image's driver) with the hand-over to the operator."""
     _v100(config)["gpuEnvironment"] = "runc_drivers_cuda"
+    _v100(config)["hostDriverRemoval"] = True
 
 
 def mig_layout(config: dict[str, Any]) -> None:
@@ -92,7 +93,6 @@ def impossible_layout(config: dict[str, Any]) -> None:
 #: change -> (stack, edit of the working tree's stack file); the base is the checkout as it is.
 CHANGES: dict[str, tuple[str, Edit]] = {
     "canary_on": ("dev", canary_on),
-    "preinstalled_drivers": ("dev", preinstalled_drivers),
     "taint_change": ("dev", taint_change),
     "mig_layout": ("prod", mig_layout),
     "new_node": ("prod", new_node),
@@ -102,7 +102,20 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "impossible_layout": ("prod", impossible_layout),
 }
 #: Changes whose BASE carries the edit (the head is the checkout): the edit undoes what the change does.
-BASE_EDITS: dict[str, tuple[str, Edit]] = {"driver_bump": ("dev", driver_bump)}
+BASE_EDITS: dict[str, tuple[str, Edit]] = {
+    "driver_bump": ("dev", driver_bump),
+    "to_runc": ("dev", preinstalled_drivers),  # runc_drivers_cuda -> runc: the group is recreated driverless
+}
+#: Changes that also edit the program in the work tree: (file, text, replacement).
+CODE_EDITS: dict[str, tuple[str, str, str]] = {
+    # The canary change made by a program that moves resources without aliases.
+    "canary_on_without_aliases": (
+        "components/base/aliases.py",
+        "    sibling = sibling_step(component_name)\n    return [",
+        "    sibling = sibling_step(component_name)\n    return [] and [",
+    ),
+}
+CHANGES["canary_on_without_aliases"] = CHANGES["canary_on"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,7 @@ class Reviewed:
     returncode: int
     stdout: str
     stderr: str
+    base_dir: Path  # the base preview (cached by commit)
 
     def report(self, name: str) -> str:
         """``build/diff/<stack>/<name>``."""
@@ -124,6 +138,12 @@ class Reviewed:
         """``diff.json``."""
         document: dict[str, Any] = json.loads(self.report("diff.json"))
         return document
+
+    def inputs(self, side: str) -> dict[tuple[str, str], dict[str, Any]]:
+        """``(type, name) -> inputs`` of the base (``"base"``) or the head (``"head"``) preview."""
+        folder = self.base_dir if side == "base" else self.repo / "build" / "preview" / self.stack
+        rows = json.loads((folder / "resources.json").read_text())
+        return {(r["type"], r["name"]): r.get("inputs") or {} for r in rows}
 
     def resources(self, action: str) -> list[dict[str, Any]]:
         """The resource changes of one action in ``diff.json``."""
@@ -164,6 +184,11 @@ def review(change: str, work: Path, cache: Path) -> Reviewed:
     """Build the change's repository under ``work`` and review it against ``main``."""
     stack, edit = CHANGES[change] if change in CHANGES else BASE_EDITS[change]
     repo = build_change_repo(work / change, stack, edit, in_base=change in BASE_EDITS)
+    if change in CODE_EDITS:
+        relative, text, replacement = CODE_EDITS[change]
+        source = (repo / relative).read_text()
+        assert text in source, f"{relative} no longer holds the text the scenario edits"
+        (repo / relative).write_text(source.replace(text, replacement))
     env = {**os.environ, "PREVIEW_CACHE": str(cache)}
     result = subprocess.run(
         [sys.executable, "-m", "preview.diff", "--base", "main", stack],
@@ -173,4 +198,5 @@ def review(change: str, work: Path, cache: Path) -> Reviewed:
         text=True,
         timeout=900,
     )
-    return Reviewed(change, stack, repo, result.returncode, result.stdout, result.stderr)
+    commit = git(repo, "rev-parse", "main")
+    return Reviewed(change, stack, repo, result.returncode, result.stdout, result.stderr, cache / commit / stack)
