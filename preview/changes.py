@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from preview.moves import Move, find_moves
-from preview.replacements import ResourceOptions, replace_note, replace_reasons
+from preview.replacements import ResourceOptions, replace_note, replace_reasons, update_note
 from preview.snapshot import Gpu, Pool, Snapshot
 
 CREATE, UPDATE, REPLACE, DELETE = "create", "update", "replace", "delete"
@@ -301,9 +301,23 @@ def value_changes(old: Any, new: Any, path: str = "") -> list[Change]:
 # resources
 
 
+class _BodyDumper(yaml.SafeDumper):
+    """Block YAML where a multi-line string (a root script) reads as written: a literal ``|`` block."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BodyDumper.add_representer(str, _text)
+
+
 def body_of(inputs: dict[str, Any]) -> str:
     """A created resource's inputs as block YAML, keys sorted (the preview already masked its secrets)."""
-    return yaml.safe_dump(inputs, sort_keys=True, default_flow_style=False, width=120, allow_unicode=True)
+    return yaml.dump(
+        inputs, Dumper=_BodyDumper, sort_keys=True, default_flow_style=False, width=120, allow_unicode=True
+    )
 
 
 @dataclass(frozen=True)
@@ -379,7 +393,9 @@ def _resource_changes(base: Snapshot | None, head: Snapshot) -> tuple[list[Resou
                 entry.resource.get("parent"),
                 changes,
                 reasons,
-                replace_note(entry.type, old.inputs, entry.inputs, entry.options) if reasons else "",
+                replace_note(entry.type, old.inputs, entry.inputs, entry.options)
+                if reasons
+                else update_note(entry.type, entry.inputs),
                 urn=entry.urn,
                 moved_from=moved_from,
             )

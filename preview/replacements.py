@@ -21,6 +21,7 @@ from typing import Any
 from components.catalog.names import NODE_GROUP_TYPE
 from components.catalog.replacements import (
     COMMAND_FORCE_NEW,
+    COMMAND_UPDATE_RUNS_CREATE,
     KUBERNETES_FORCE_NEW,
     KUBERNETES_FORCE_NEW_VERSIONS,
     KUBERNETES_METADATA_FORCE_NEW,
@@ -166,4 +167,14 @@ def replace_note(
                 "pulumi-kubernetes deletes the object first, then creates it under the same name: "
                 "it does not exist in between."
             )
+    return ""
+
+
+def update_note(resource_type: str, new: Mapping[str, Any]) -> str:
+    """What an in-place update does beyond writing the new inputs ('' when nothing more)."""
+    if COMMAND_UPDATE_RUNS_CREATE and resource_type in COMMAND_FORCE_NEW and not new.get("update"):
+        connection = new.get("connection")
+        host = connection.get("host") if isinstance(connection, Mapping) else None
+        where = f" on {host}" if isinstance(host, str) and host != "[secret]" else ""
+        return f"pulumi up runs its create command again{where} (it has no update command)."
     return ""

@@ -142,8 +142,8 @@ def _resource_row(change: ResourceChange) -> str:
     details = []
     if change.reasons:
         details.append("<b>replaced because:</b> " + "; ".join(f"<code>{escape(r)}</code>" for r in change.reasons))
-        if change.note:
-            details.append(escape(change.note))
+    if change.note:
+        details.append(escape(change.note))
     for item in change.changes[:40]:
         details.append(
             f"<code>{escape(item.path)}</code>: <code>{escape(item.old)}</code> &rarr; <code>{escape(item.new)}</code>"

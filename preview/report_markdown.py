@@ -64,6 +64,8 @@ def _resource_section(diff: StackDiff) -> list[str]:
             body.append(f"Moved: its alias pairs it with {_code(change.moved_from)}, so pulumi up updates it in place.")
         if change.reasons:
             body.append(f"Replaced because: {'; '.join(_code(r) for r in change.reasons)}. {change.note}".rstrip())
+        elif change.note:
+            body.append(_cell(change.note))
         if change.changes:
             body += ["", *_change_rows(change.changes)]
         if change.body:

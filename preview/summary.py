@@ -80,7 +80,8 @@ def update_line(change: ResourceChange) -> str:
     paths = [c.path for c in change.changes]
     shown = ", ".join(paths[:MAX_PATHS]) + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else "")
     moved = " (moved, paired by its alias)" if change.moved_from else ""
-    return f"UPDATE {change.name} ({change.type}){moved}: {shown}"
+    note = f". {change.note}" if change.note else ""
+    return f"UPDATE {change.name} ({change.type}){moved}: {shown}{note}"
 
 
 def rendered_counts(diff: StackDiff) -> list[str]:

@@ -136,6 +136,11 @@ KUBERNETES_FORCE_NEW_VERSIONS: Mapping[str, tuple[str, ...]] = {
     "policy/PodDisruptionBudget": ("v1beta1",),
 }
 
+#: pulumi-command: an update of a command without an ``update`` command runs its ``create`` again ("If an
+#: `update` command isn't provided, then `create` will also be run when the resource's inputs are modified",
+#: ``pulumi_command/remote/command.py``, pulumi-command 1.2.1).
+COMMAND_UPDATE_RUNS_CREATE = True
+
 #: pulumi-command: a changed ``triggers`` replaces the command (it runs its ``create`` again).
 COMMAND_FORCE_NEW: Mapping[str, tuple[str, ...]] = {
     "command:remote:Command": ("triggers",),

@@ -148,7 +148,8 @@ def test_a_new_address_shows_the_new_host_and_keeps_the_key_masked(reviewed: Rev
         paths = {c["path"]: c for c in resource["changes"]}
         assert paths["connection.host"]["old"] == '"192.0.2.12"' and paths["connection.host"]["new"] == '"192.0.2.22"'
         assert "connection.privateKey" not in paths
-    assert "connection.host" in _line(result, f"UPDATE {changed[0]['name']}")
+    line = _line(result, f"UPDATE {changed[0]['name']}")
+    assert "connection.host" in line and "runs its create command again on 192.0.2.22" in line
     text = "".join((result.repo / "build" / "diff" / "prod" / n).read_text() for n in ("diff.md", "diff.json"))
     assert "offline-preview-dummy" not in text, "the key never shows"
 

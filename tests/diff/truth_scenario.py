@@ -64,9 +64,10 @@ def new_node(config: dict[str, Any]) -> None:
 
 
 def removed_node(config: dict[str, Any]) -> None:
-    """gpu-node-3 leaves the fleet."""
+    """gpu-node-3 leaves the fleet, and the teams' demand for 3g.40gb slices shrinks with it."""
     nodes = config["gpu-platform:bareMetal"]["nodes"]
     config["gpu-platform:bareMetal"]["nodes"] = [n for n in nodes if n["name"] != "gpu-node-3"]
+    config["gpu-platform:mig"]["demand"][0]["profiles"]["3g.40gb"] = 8
 
 
 def new_address(config: dict[str, Any]) -> None:
