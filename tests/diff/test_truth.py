@@ -317,3 +317,13 @@ def test_unchanged_pools_are_collapsed_in_the_html() -> None:
     v100 = html[html.index('data-pool="v100"') :]
     assert 'data-status="unchanged"' in a100 and "<details><summary>GPUs (unchanged)</summary>" in a100
     assert "<details><summary>GPUs (unchanged)" not in v100.split("</section>")[0]
+
+
+def test_the_cloud_names_digest_covers_every_force_new_field_the_config_sets() -> None:
+    """The catalog's ForceNew table is the one source: naming.py digests the config-set fields it lists."""
+    from components.catalog.replacements import YANDEX_NODE_GROUP_FORCE_NEW, YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS
+    from components.yandex.naming import FORCE_NEW_FIELDS, IN_PLACE_FIELDS_IN_NAME
+
+    table = {*YANDEX_NODE_GROUP_FORCE_NEW.values(), *YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS.values()}
+    assert set(FORCE_NEW_FIELDS) <= table
+    assert not set(IN_PLACE_FIELDS_IN_NAME) & table, "a field the provider replaces on is named as in-place"
