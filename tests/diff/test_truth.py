@@ -327,3 +327,20 @@ def test_the_cloud_names_digest_covers_every_force_new_field_the_config_sets() -
     table = {*YANDEX_NODE_GROUP_FORCE_NEW.values(), *YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS.values()}
     assert set(FORCE_NEW_FIELDS) <= table
     assert not set(IN_PLACE_FIELDS_IN_NAME) & table, "a field the provider replaces on is named as in-place"
+
+
+def test_the_mig_plan_that_must_be_committed_is_named(tmp_path: Path) -> None:
+    from preview.diff import mig_plan_to_record
+
+    preview = tmp_path / "build" / "preview" / "dev"
+    preview.mkdir(parents=True)
+    assert mig_plan_to_record(tmp_path, preview, "dev") == "", "nothing planned from demand"
+    (preview / "mig-plan.yaml").write_text("version: 1\npools: {}\n")
+    named = mig_plan_to_record(tmp_path, preview, "dev")
+    assert named.startswith("mig-plans/dev.yaml must be committed with this change")
+    assert named.endswith("cp build/preview/dev/mig-plan.yaml mig-plans/dev.yaml")
+    (tmp_path / "mig-plans").mkdir()
+    (tmp_path / "mig-plans" / "dev.yaml").write_text("version: 1\npools: {}\n")
+    assert mig_plan_to_record(tmp_path, preview, "dev") == "", "the recorded plan is current"
+    diff = StackDiff(stack="dev", base="main", head="head", mig_plan=named)
+    assert f"  MIG PLAN {named}" in summary_lines(diff) and "| MIG plan to commit |" in markdown_report(diff)

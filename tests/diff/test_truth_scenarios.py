@@ -167,7 +167,7 @@ def test_an_impossible_layout_is_reported_as_refused(reviewed: Review) -> None:
     result = reviewed("impossible_layout")
     assert result.returncode == 2
     diff = load_diff(result.report("diff.json"))
-    assert diff.refused and any("gpu-node-1" in problem for problem in diff.refused)
+    assert diff.refused and any("bareMetal.nodes[0].mig" in p and "7g.80gb" in p for p in diff.refused)
     markdown = result.report("diff.md")
     assert markdown.splitlines()[0] == MARKER.format(stack="prod") and "REFUSED" in markdown.splitlines()[1]
     assert "REFUSED" in result.stdout
