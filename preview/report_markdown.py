@@ -120,6 +120,7 @@ def _summary_table(diff: StackDiff) -> list[str]:
         f"| replaced ({counts[REPLACE]}) | {replaced or 'none'} |",
         f"| deleted ({counts[DELETE]}) | {_names(diff.of(DELETE))} |",
         f"| created ({counts[CREATE]}) | {_names(diff.of(CREATE))} |",
+        f"| updated ({counts[UPDATE]}) | {_names(diff.of(UPDATE))} |",
         f"| GPUs re-partitioned | {gpus or 'none'} |",
         f"| nodes drained for MIG | {', '.join(_code(p.name) for p in diff.drained) or 'none'} |",
         f"| GPU nodes replaced | {'; '.join(f'{_code(p.name)}: {_cell(p.nodes_replaced)}' for p in diff.pools if p.nodes_replaced) or 'none'} |",
