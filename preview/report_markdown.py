@@ -48,6 +48,20 @@ def _fenced(text: str, language: str) -> list[str]:
     return [f"{fence}{language}", *text.rstrip("\n").split("\n"), fence]
 
 
+def _open_fence(text: str) -> str:
+    """The fence of the code block ``text`` ends inside ('' when it ends outside every block)."""
+    fence = ""
+    for line in text.split("\n"):
+        run = re.match(r"`{3,}", line)
+        if run is None:
+            continue
+        if not fence:
+            fence = run.group(0)
+        elif line.strip() == fence:
+            fence = ""
+    return fence
+
+
 def _body(change: ResourceChange) -> list[str]:
     lines = change.body.rstrip("\n").split("\n")
     cut = len(lines) > MAX_BODY_LINES
@@ -209,7 +223,9 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
     if len(text) > MAX_CHARS:
         where = f" The whole report: {full_report}." if full_report else ""
         cut = text[:MAX_CHARS].rsplit("\n", 1)[0]
-        if cut.count("\n```") % 2:  # inside a code block: close it
-            cut += "\n```"
-        text = cut + f"\n\n</details>\n\n*Cut at {MAX_CHARS} characters.{where}*\n"
+        fence = _open_fence(cut)
+        if fence:  # inside a code block: close it with its own fence
+            cut += "\n" + fence
+        still_open = max(1, cut.count("<details>") - cut.count("</details>"))
+        text = cut + "\n\n" + "</details>\n" * still_open + f"\n*Cut at {MAX_CHARS} characters.{where}*\n"
     return text

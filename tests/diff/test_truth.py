@@ -344,3 +344,16 @@ def test_the_mig_plan_that_must_be_committed_is_named(tmp_path: Path) -> None:
     assert mig_plan_to_record(tmp_path, preview, "dev") == "", "the recorded plan is current"
     diff = StackDiff(stack="dev", base="main", head="head", mig_plan=named)
     assert f"  MIG PLAN {named}" in summary_lines(diff) and "| MIG plan to commit |" in markdown_report(diff)
+
+
+def test_a_cut_comment_closes_every_block_it_opened() -> None:
+    from preview.changes import ResourceChange
+    from preview.report_markdown import MAX_CHARS
+
+    body = "".join(f"line{i}: ```not a fence``` {'x' * 60}\n" for i in range(110))
+    created = [ResourceChange(CREATE, JOB, f"job-{i}", None, body=body) for i in range(20)]
+    text = markdown_report(StackDiff(stack="dev", base="main", head="head", resources=created))
+    assert len(text) < MAX_CHARS + 300 and "*Cut at" in text
+    assert text.count("<details>") == text.count("</details>")
+    fences = [line for line in text.splitlines() if line.startswith("````")]
+    assert len(fences) % 2 == 0, "the last code block is closed with its own fence"
