@@ -56,6 +56,18 @@ def test_canary_on_moves_the_driver_and_the_smoke_job_as_updates(reviewed: Revie
     _no_unflagged_move(result)
 
 
+def test_canary_off_moves_them_back_as_updates(reviewed: Review) -> None:
+    result = reviewed("canary_off")
+    assert result.returncode == 0, result.stderr[-3000:]
+    moved = {r["name"]: r["moved_from"] for r in result.resources(UPDATE) if r["moved_from"]}
+    assert moved["gpu-drivers-v100"].endswith("NVIDIADriver::gpu-drivers-canary-v100")
+    assert moved["gpu-smoke-test-gpu-smoke-v100-gpu-a00784bc"].endswith(
+        "Job::gpu-smoke-test-canary-gpu-smoke-v100-gpu-a00784bc"
+    )
+    assert result.diff()["moves"] == []
+    _no_unflagged_move(result)
+
+
 def test_without_the_alias_the_canary_move_fails_the_review(reviewed: Review) -> None:
     """The same change with the program's aliases taken out: the review names both collisions and exits 3."""
     result = reviewed("canary_on_without_aliases")
@@ -73,6 +85,7 @@ def test_without_the_alias_the_canary_move_fails_the_review(reviewed: Review) ->
 def test_a_driver_bump_is_named_on_its_own_pool_only(reviewed: Review) -> None:
     result = reviewed("driver_bump")
     assert result.returncode == 0, result.stderr[-3000:]
+    _no_unflagged_move(result)
     assert "DRIVER v100: 580.82.07 (operator) -> 580.95.05 (operator)" in result.stdout
     pools = {p["name"]: p for p in result.diff()["pools"]}
     assert pools["a100"]["driver_after"] == "595.91.07 (operator)", "a100 runs its own driver, not the stack's"
@@ -105,6 +118,7 @@ def test_a_taint_change_replaces_the_group_and_restarts_driver_pods_on_both_pool
 def test_a_mig_layout_change_shows_the_spawner_and_the_deployment_that_restarts(reviewed: Review) -> None:
     result = reviewed("mig_layout")
     assert result.returncode == 0, result.stderr[-3000:]
+    _no_unflagged_move(result)
     assert "MIG gpu-node-2 (H100-80GB): GPUs 0-7 re-partitioned" in result.stdout
     rendered = result.diff()["rendered"]
     spawner = [r for r in rendered if r["kind"] == "ConfigMap" and "jupyter-web-app" in r["name"]]
@@ -142,6 +156,7 @@ def test_a_removed_node_names_everything_that_goes(reviewed: Review) -> None:
 def test_a_new_address_shows_the_new_host_and_keeps_the_key_masked(reviewed: Review) -> None:
     result = reviewed("new_address")
     assert result.returncode == 0, result.stderr[-3000:]
+    _no_unflagged_move(result)
     changed = [r for r in result.resources(UPDATE) + result.resources(REPLACE) if r["name"].startswith("host-")]
     assert changed, "moving the root scripts to another machine is a change"
     for resource in changed:
@@ -157,6 +172,7 @@ def test_a_new_address_shows_the_new_host_and_keeps_the_key_masked(reviewed: Rev
 def test_a_quota_change_names_the_profiles_new_quota(reviewed: Review) -> None:
     result = reviewed("quota_change")
     assert result.returncode == 0, result.stderr[-3000:]
+    _no_unflagged_move(result)
     paths = [c for r in result.diff()["resources"] for c in r["changes"]] + [
         c for r in result.diff()["rendered"] for c in r["changes"]
     ]

@@ -106,6 +106,7 @@ CHANGES: dict[str, tuple[str, Edit]] = {
 BASE_EDITS: dict[str, tuple[str, Edit]] = {
     "driver_bump": ("dev", driver_bump),
     "to_runc": ("dev", preinstalled_drivers),  # runc_drivers_cuda -> runc: the group is recreated driverless
+    "canary_off": ("dev", canary_on),  # the v100 pool stops being the canary: back under the common steps
 }
 #: Changes that also edit the program in the work tree: (file, text, replacement).
 CODE_EDITS: dict[str, tuple[str, str, str]] = {
