@@ -63,13 +63,6 @@ def new_node(config: dict[str, Any]) -> None:
     config["gpu-platform:bareMetal"]["nodes"].append(node)
 
 
-def removed_node(config: dict[str, Any]) -> None:
-    """gpu-node-3 leaves the fleet, and the teams' demand for 3g.40gb slices shrinks with it."""
-    nodes = config["gpu-platform:bareMetal"]["nodes"]
-    config["gpu-platform:bareMetal"]["nodes"] = [n for n in nodes if n["name"] != "gpu-node-3"]
-    config["gpu-platform:mig"]["demand"][0]["profiles"]["3g.40gb"] = 8
-
-
 def new_address(config: dict[str, Any]) -> None:
     """gpu-node-2's root scripts now run on another machine."""
     _node(config, "gpu-node-2")["address"] = "192.0.2.22"
@@ -97,7 +90,6 @@ CHANGES: dict[str, tuple[str, Edit]] = {
     "taint_change": ("dev", taint_change),
     "mig_layout": ("prod", mig_layout),
     "new_node": ("prod", new_node),
-    "removed_node": ("prod", removed_node),
     "new_address": ("prod", new_address),
     "quota_change": ("prod", quota_change),
     "impossible_layout": ("prod", impossible_layout),
@@ -107,6 +99,7 @@ BASE_EDITS: dict[str, tuple[str, Edit]] = {
     "driver_bump": ("dev", driver_bump),
     "to_runc": ("dev", preinstalled_drivers),  # runc_drivers_cuda -> runc: the group is recreated driverless
     "canary_off": ("dev", canary_on),  # the v100 pool stops being the canary: back under the common steps
+    "removed_node": ("prod", new_node),  # gpu-node-4 leaves the fleet
 }
 #: Changes that also edit the program in the work tree: (file, text, replacement).
 CODE_EDITS: dict[str, tuple[str, str, str]] = {
