@@ -357,3 +357,18 @@ def test_a_cut_comment_closes_every_block_it_opened() -> None:
     assert text.count("<details>") == text.count("</details>")
     fences = [line for line in text.splitlines() if line.startswith("````")]
     assert len(fences) % 2 == 0, "the last code block is closed with its own fence"
+
+
+def test_the_program_aliases_what_moves_when_a_pool_becomes_the_canary() -> None:
+    """The real program under mocks: the canary's NVIDIADriver and smoke Job answer to their URNs of before."""
+    from tests.helpers import run_raw, set_path, stack_raw
+
+    run = run_raw("dev", set_path(stack_raw("dev"), "nodeGroups.v100.driver", {"canary": True}))
+    driver = run.one(NVIDIA_DRIVER, "gpu-drivers-canary-v100")
+    assert f"urn:pulumi:dev::gpu-platform::{DRIVERS}${NVIDIA_DRIVER}::gpu-drivers-v100" in driver.aliases
+    assert driver.replace_on_changes == ("spec.driverType", "spec.usePrecompiled") and driver.delete_before_replace
+    (job,) = [r for r in run.by_type(JOB) if r.name.startswith("gpu-smoke-test-canary-gpu-smoke-v100")]
+    old_job = job.name.replace("gpu-smoke-test-canary-", "gpu-smoke-test-", 1)
+    assert f"urn:pulumi:dev::gpu-platform::gpu-platform:gpu:GpuSmokeTest${JOB}::{old_job}" in job.aliases
+    rest = run.one(NVIDIA_DRIVER, "gpu-drivers-a100")
+    assert rest.aliases == (f"urn:pulumi:dev::gpu-platform::{DRIVERS}${NVIDIA_DRIVER}::gpu-drivers-canary-a100",)
