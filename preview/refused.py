@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from preview.changes import StackDiff
+from preview.policy_gate import PolicyConfigError, config_path, load_policy_config
 from preview.runner import run_program
 from preview.stack_file import StackFileError
 
@@ -24,6 +25,10 @@ def refusal_problems(stack: str, root: Path) -> list[str]:
     except (FileNotFoundError, StackFileError) as error:
         return [str(error)]
     if run.config_error is None:
+        try:
+            load_policy_config(stack, root)
+        except PolicyConfigError as error:
+            return [f"{config_path(stack, root).relative_to(root).as_posix()}: {error}"]
         return ["the preview was refused, but running the program again found no problem (see the log above)"]
     problems = getattr(run.config_error, "problems", None)
     return [str(p) for p in problems] if problems else [str(run.config_error)]
