@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from preview.mocks import SECRET_MASK
 from preview.moves import Move, find_moves
 from preview.replacements import ResourceOptions, replace_note, replace_reasons, update_note
 from preview.snapshot import Gpu, Pool, Snapshot
@@ -273,6 +274,10 @@ def _text_diff(old: str, new: str) -> tuple[str, ...]:
 def value_changes(old: Any, new: Any, path: str = "") -> list[Change]:
     """Every leaf that differs between ``old`` and ``new`` (dicts by key, equal-length lists by index)."""
     if old == new:
+        return []
+    if SECRET_MASK in (old, new) and _MISSING not in (old, new):
+        # A masked value cannot be compared: a secret that changes shows as no change (never as its value),
+        # and so does a value one preview masks and the other shows (a base made by an older review).
         return []
     if isinstance(old, dict) and isinstance(new, dict):
         found: list[Change] = []

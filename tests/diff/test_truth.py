@@ -372,3 +372,13 @@ def test_the_program_aliases_what_moves_when_a_pool_becomes_the_canary() -> None
     assert f"urn:pulumi:dev::gpu-platform::gpu-platform:gpu:GpuSmokeTest${JOB}::{old_job}" in job.aliases
     rest = run.one(NVIDIA_DRIVER, "gpu-drivers-a100")
     assert rest.aliases == (f"urn:pulumi:dev::gpu-platform::{DRIVERS}${NVIDIA_DRIVER}::gpu-drivers-canary-a100",)
+
+
+def test_a_value_masked_on_one_side_is_not_a_change() -> None:
+    """A base previewed by an older review masked the whole connection: its host is unknown, not changed."""
+    from preview.changes import value_changes
+
+    old = {"connection": {"host": SECRET_MASK, "privateKey": SECRET_MASK}}
+    new = {"connection": {"host": "192.0.2.11", "privateKey": SECRET_MASK}, "create": "x"}
+    assert [c.path for c in value_changes(old, new)] == ["create"]
+    assert [c.path for c in value_changes({}, {"token": SECRET_MASK})] == ["token"], "a new secret key shows"
