@@ -12,7 +12,7 @@ $(error make diff needs BASE=<git ref>, for example make diff BASE=main)
 endif
 endif
 
-.PHONY: venv tools promtool chromium upstream preview preview-all diff test lint format bench clean
+.PHONY: venv tools promtool chromium upstream preview preview-all diff test fuzz lint format bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
@@ -43,8 +43,16 @@ diff: venv tools upstream  ## what a change does: BASE=<git ref> [STACK=<stack>]
 upstream: venv  ## the pinned upstream artifacts into .upstream/ (from upstream, or UPSTREAM_MIRROR=<dir>), digests checked
 	$(PY) -m tools.fetch_upstream $(if $(UPSTREAM_MIRROR),--mirror $(UPSTREAM_MIRROR))
 
+# Both cores: pytest-xdist, a module per worker at a time (module-scoped fixtures run once); the
+# property tests draw the same examples on every run (tests/properties.py).
+TEST_WORKERS ?= 2
 test: venv tools promtool chromium upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+
+# The property tests with many random examples (HYPOTHESIS_SEED=<n> replays a run); a failure is a finding.
+FUZZ_SEED := $(if $(HYPOTHESIS_SEED),--hypothesis-seed=$(HYPOTHESIS_SEED))
+fuzz: venv tools upstream  ## the property tests with 20x the examples, randomly drawn (HYPOTHESIS_SEED=<n> to replay)
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -m property -n $(TEST_WORKERS) --dist loadscope --hypothesis-show-statistics $(FUZZ_SEED)
 
 lint: venv  ## ruff, mypy and the layering contract (import-linter, pyproject.toml)
 	$(PY) -m ruff check .
@@ -64,5 +72,5 @@ bench: venv  ## benchmarks that print figures
 	$(PY) -m benchmarks.bench_node_agent
 	$(PY) -m benchmarks.bench_render
 
-clean:  ## build outputs and caches (base previews in .cache/preview too); keeps .venv, .tools and .upstream
-	rm -rf build .cache/preview .pytest_cache .mypy_cache .ruff_cache
+clean:  ## build outputs and caches (base previews in .cache/preview, renders in .cache/render); keeps .venv, .tools and .upstream
+	rm -rf build .cache/preview .cache/render .pytest_cache .mypy_cache .ruff_cache

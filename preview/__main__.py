@@ -28,7 +28,7 @@ from preview.mig_plan import mig_plan_files, mig_plan_lines
 from preview.policy_gate import EXIT_MANDATORY_VIOLATION, PolicyConfigError, run_gate, verdict_table
 from preview.policy_gate import write_report as write_policy_report
 from preview.render import preview_files, resource_tree, write_files
-from preview.rendered import RenderMemo, RenderSetupError, render_program
+from preview.rendered import RenderSetupError, render_program
 from preview.resource_options import option_files
 from preview.runner import REPO_ROOT, run_program
 from preview.snapshot import Snapshot, load_snapshot
@@ -70,11 +70,10 @@ def preview_stack(
     out_root: Path,
     quiet: bool = False,
     root: Path = REPO_ROOT,
-    render_memo: RenderMemo | None = None,
     baselines: BaselineSource | None = None,
     verbose: bool = False,
 ) -> int:
-    """Preview one stack; returns the exit code (``render_memo``: see ``preview.rendered.render_registrations``).
+    """Preview one stack; returns the exit code.
 
     ``baselines``: where the base preview comes from (the console summary compares with it).
     """
@@ -90,7 +89,7 @@ def preview_stack(
         return 2
     out_dir = out_root / stack
     try:
-        rendered = render_program(run, render_memo)  # once: the files and the gate share it
+        rendered = render_program(run)  # once: the files and the gate share it
     except RenderSetupError as error:
         print(f"error: stack {stack}: {error}", file=sys.stderr)
         return 1
@@ -164,13 +163,12 @@ def _guarded(
     out_root: Path,
     quiet: bool,
     root: Path,
-    render_memo: RenderMemo | None = None,
     baselines: BaselineSource | None = None,
     verbose: bool = False,
 ) -> int:
     """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1)."""
     try:
-        return preview_stack(stack, out_root, quiet, root, render_memo, baselines, verbose)
+        return preview_stack(stack, out_root, quiet, root, baselines, verbose)
     except Exception as error:  # a bug in the program or the preview, never a config problem
         log = out_root / f"{stack}.error.log"
         log.parent.mkdir(parents=True, exist_ok=True)

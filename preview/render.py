@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -131,7 +132,8 @@ def write_files(files: dict[str, str], out_dir: Path) -> None:
     for relative, text in files.items():
         target = staging / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+        if not _kept(out_dir / relative, text, target):
+            target.write_text(text)
     for _ in range(_SWAP_ATTEMPTS):
         retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
         with contextlib.suppress(FileNotFoundError):  # no earlier preview, or another run is mid-swap
@@ -148,6 +150,21 @@ def write_files(files: dict[str, str], out_dir: Path) -> None:
 
 
 _SWAP_ATTEMPTS = 20
+
+
+def _kept(previous: Path, text: str, target: Path) -> bool:
+    """Link the earlier run's file into ``target`` when its text is unchanged: only changed files are written.
+
+    A hard link keeps the file's identity and modification time, so tools that watch the preview folder
+    (make, rsync, an editor) see only what changed; the swap above stays atomic either way.
+    """
+    try:
+        if previous.stat().st_size != len(text.encode()) or previous.read_text() != text:
+            return False
+        os.link(previous, target)
+    except OSError:  # no earlier file, another run retired it meanwhile, or no hard links here
+        return False
+    return True
 
 
 def resource_tree(registrations: Iterable[Registration]) -> str:

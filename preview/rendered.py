@@ -13,10 +13,11 @@ real tools, the way the provider would:
 - every ``kubernetes:kustomize/v2:Directory`` with ``kubectl kustomize <directory>``. A Directory that
   does not build is a mandatory finding: ``pulumi up`` would fail on it the same way.
 
-Each render runs once per preview, all of them at once (separate processes; kustomize over the real
-Kubeflow tree takes seconds). Nothing is cached between runs: Helm gets an empty home of its own per
-render (no repository cache, no plugins), the values go through a fresh temporary file. The tools
-come from ``.tools/bin`` (``make tools``), else from ``PATH``.
+Each render that is not in the render cache (``preview.render_cache``: keyed by the tool's version, the
+pinned artifacts' digests, the arguments and the values or overlay files) runs once per preview, all of
+them at once (separate processes; kustomize over the real Kubeflow tree takes seconds). Helm gets an
+empty home of its own per render (no repository cache, no plugins), the values go through a fresh
+temporary file. The tools come from ``.tools/bin`` (``make tools``), else from ``PATH``.
 
 Rendered objects keep their tool's order; ``files()`` writes one YAML file per object under
 ``rendered/<release or Directory>/`` with Secret values and the release's secret values masked.
@@ -28,6 +29,7 @@ one) is not applied, the program sets none.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -47,6 +49,7 @@ from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE
 from components.catalog.upstream import GPU_OPERATOR_CHART, tree_digest
 from preview.mocks import SECRET_MASK, Registration, secret_strings
 from preview.render import dump_yaml, manifest_filename, whole_numbers
+from preview.render_cache import RenderCache, enabled
 from preview.runner import REPO_ROOT, ProgramRun
 
 RENDERED_DIR = "rendered"
@@ -101,6 +104,8 @@ class Render:
     objects: tuple[RenderedObject, ...] = ()
     problem: str | None = None
     mandatory: bool = False  #: whether ``problem`` fails the gate
+    cache: RenderCache | None = None  #: where this render and its files are kept (None: not cached)
+    cache_key: str | None = None
 
     @property
     def origin_label(self) -> str:
@@ -129,20 +134,38 @@ class Rendered:
         """``rendered/<origin name>/<kind>-<namespace>-<name>.yaml`` -> text, secrets masked."""
         files: dict[str, str] = {}
         for render in self.renders:
-            secrets = sorted(
-                (s for s in secret_strings(render.origin.inputs, render.origin.masked_inputs) if len(s) >= 4),
-                key=len,
-                reverse=True,
-            )
-            for obj in render.objects:
-                manifest = _masked(obj.manifest, secrets)
-                name = manifest_filename(manifest, obj.name)
-                path = f"{RENDERED_DIR}/{render.origin.name}/{name}"
-                if path in files:  # the same kind and name in two API groups
-                    group = str(manifest.get("apiVersion") or "").split("/")[0].replace(".", "-")
-                    path = f"{path[: -len('.yaml')]}-{group}.yaml"
-                files[path] = dump_yaml(manifest)
+            files.update(_render_files(render))
         return files
+
+
+def _render_files(render: Render) -> dict[str, str]:
+    """One render's files; kept in the render cache beside its objects (the YAML writing costs seconds).
+
+    The entry is keyed by the render and a digest of the secret strings it masks, so a changed secret
+    writes the files anew; the stored text is the masked text written to ``build/preview``.
+    """
+    secrets = sorted(
+        (s for s in secret_strings(render.origin.inputs, render.origin.masked_inputs) if len(s) >= 4),
+        key=len,
+        reverse=True,
+    )
+    kind = "files-" + hashlib.sha256(json.dumps([render.origin.name, secrets]).encode()).hexdigest()[:32]
+    if render.cache is not None and render.cache_key is not None:
+        stored = render.cache.get(render.cache_key, kind)
+        if isinstance(stored, dict):
+            return stored
+    files: dict[str, str] = {}
+    for obj in render.objects:
+        manifest = _masked(obj.manifest, secrets)
+        name = manifest_filename(manifest, obj.name)
+        path = f"{RENDERED_DIR}/{render.origin.name}/{name}"
+        if path in files:  # the same kind and name in two API groups
+            group = str(manifest.get("apiVersion") or "").split("/")[0].replace(".", "-")
+            path = f"{path[: -len('.yaml')]}-{group}.yaml"
+        files[path] = dump_yaml(manifest)
+    if render.cache is not None and render.cache_key is not None:
+        render.cache.put(render.cache_key, kind, files)
+    return files
 
 
 def _masked(manifest: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
@@ -243,6 +266,10 @@ class _Job:
     command: list[str]
     shown: str
     values: dict[str, Any] | None = None  # helm: written to a fresh values file
+    #: What the render is a function of besides the tool: the arguments without machine paths, and the
+    #: values or the overlay files' digest (the render cache's key material).
+    arguments: list[str] = dataclasses.field(default_factory=list)
+    inputs: str = ""
 
 
 def _objects(origin: Registration, text: str) -> Iterator[RenderedObject]:
@@ -307,7 +334,8 @@ def _release_job(registration: Registration, root: Path) -> _Job | Render:
         command.append("--include-crds")
     shown = f"helm template {name} {shown_chart} --namespace {namespace}"
     values = whole_numbers(inputs.get("values") or {})
-    return _Job(registration, command, shown, values=values)
+    arguments = [shown_chart if part == str(chart_dir) else part for part in command[1:]]
+    return _Job(registration, command, shown, values, arguments, json.dumps(values, sort_keys=True))
 
 
 def _directory_job(registration: Registration, root: Path) -> _Job | Render:
@@ -316,33 +344,36 @@ def _directory_job(registration: Registration, root: Path) -> _Job | Render:
     if not directory or not (root / directory).is_dir():
         problem = f"`{shown}`: the directory {directory or '(none)'} does not exist; pulumi up would fail on it"
         return Render(registration, shown, problem=problem, mandatory=True)
-    return _Job(registration, [find_tool("kubectl", root), "kustomize", directory], shown)
+    # The overlay folder's parent holds every stage the Directory may reference; the pinned tree it
+    # reaches through ``.upstream`` is in the key by its digest.
+    overlay_files = tree_digest((root / directory).parent)
+    command = [find_tool("kubectl", root), "kustomize", directory]
+    return _Job(registration, command, shown, arguments=command[1:], inputs=overlay_files)
 
 
-#: Renders already done, by what went into them; see ``render_registrations``'s ``memo``.
-RenderMemo = dict[tuple[str, ...], "Render"]
-
-
-def _memo_key(job: _Job, root: Path) -> tuple[str, ...]:
-    """What a render depends on besides the pinned trees: the command, and the values or the overlay's files."""
-    if job.values is not None:
-        return (*job.command, json.dumps(job.values, sort_keys=True))
-    return (*job.command, tree_digest(root / job.command[-1]))
-
-
-def _rebound(render: Render, origin: Registration) -> Render:
-    objects = tuple(RenderedObject(origin, item.manifest) for item in render.objects)
-    return dataclasses.replace(render, origin=origin, objects=objects)
+def _cached_run(job: _Job, root: Path, cache: RenderCache | None) -> Render:
+    """The job's render from the cache, else run and stored (only a successful render is stored)."""
+    key = cache.key(job.command[0], job.arguments, job.inputs) if cache is not None else None
+    if cache is None or key is None:
+        return _run(job, root)
+    stored = cache.get(key, "objects")
+    if isinstance(stored, list):
+        objects = tuple(RenderedObject(job.origin, manifest) for manifest in stored)
+        return Render(job.origin, job.shown, objects=objects, cache=cache, cache_key=key)
+    render = _run(job, root)
+    if render.problem is None:
+        cache.put(key, "objects", [obj.manifest for obj in render.objects])
+        render = dataclasses.replace(render, cache=cache, cache_key=key)
+    return render
 
 
 def render_registrations(
-    registrations: Iterable[Registration], root: Path = REPO_ROOT, memo: RenderMemo | None = None
+    registrations: Iterable[Registration], root: Path = REPO_ROOT, cache: RenderCache | None = None
 ) -> Rendered:
     """Render every release and Directory among ``registrations`` once (``RenderSetupError`` if a tool is missing).
 
-    ``memo`` lets one process reuse a render whose command, values or overlay files are unchanged. Only a
-    caller that knows the pinned trees under ``.upstream/`` cannot change between its runs may pass one
-    (the property test over mutated stack files); the preview itself renders everything every time.
+    A render whose key is in ``cache`` (default: the project's render cache, ``preview.render_cache``,
+    unless it is turned off) is read from it.
     """
     planned: list[_Job | Render] = []
     for registration in registrations:
@@ -351,20 +382,15 @@ def render_registrations(
         elif registration.type == KUSTOMIZE_DIRECTORY_TYPE:
             planned.append(_directory_job(registration, root))
     jobs = [item for item in planned if isinstance(item, _Job)]
-
-    def run(job: _Job) -> Render:
-        if memo is None:
-            return _run(job, root)
-        key = _memo_key(job, root)
-        if key not in memo:
-            memo[key] = _run(job, root)
-        return _rebound(memo[key], job.origin)
-
+    if cache is None and enabled():
+        cache = RenderCache(REPO_ROOT)
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-        done = dict(zip((id(job) for job in jobs), pool.map(run, jobs), strict=True))
+        done = dict(
+            zip((id(job) for job in jobs), pool.map(lambda job: _cached_run(job, root, cache), jobs), strict=True)
+        )
     return Rendered(tuple(done[id(item)] if isinstance(item, _Job) else item for item in planned))
 
 
-def render_program(run: ProgramRun, memo: RenderMemo | None = None) -> Rendered:
+def render_program(run: ProgramRun) -> Rendered:
     """Every render of one offline run of the program."""
-    return render_registrations(run.registrations, run.root, memo)
+    return render_registrations(run.registrations, run.root)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 
+from components.base import yaml_text
 from components.base.problems import StackConfigError
 from components.base.runtime_mode import drain_notices
 from components.catalog.names import OFFLINE_ENV
@@ -55,7 +55,7 @@ def _secret_keys_named_by_config(stack_file: StackFile) -> set[str]:
     raw = {}
     for key, value in stack_file.config.items():
         if key.startswith(prefix):
-            raw[key[len(prefix) :]] = yaml.safe_load(value)
+            raw[key[len(prefix) :]] = yaml_text.load(value)
     try:
         return parse_stack_config(raw).secret_keys()
     except StackConfigError:

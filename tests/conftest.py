@@ -13,8 +13,10 @@ from typing import Any
 # depth mismatch"), which would turn a green run red in the terminal summary.
 import hypothesis.internal.observability  # noqa: F401
 import pytest
+from hypothesis import is_hypothesis_test
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 
+import tests.properties  # noqa: F401  (loads the Hypothesis profile before any test is collected)
 from components.stack.config import PROJECT
 from preview.mocks import PlatformMocks, RecordingMonitor
 
@@ -33,6 +35,13 @@ def monitor() -> Iterator[RecordingMonitor]:
     set_all_config({})
     asyncio.set_event_loop(None)
     loop.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every Hypothesis test ``property``: ``make fuzz`` selects them with ``-m property``."""
+    for item in items:
+        if is_hypothesis_test(getattr(item, "obj", None)):
+            item.add_marker(pytest.mark.property)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -107,6 +107,14 @@ class HostPreparation(pulumi.ComponentResource):
                 previous = [run]
         self.register_outputs({"nodes": sorted(self.commands)})
 
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a dependent waits for: each host's last step (the steps of a host run in order).
+
+        Never the component itself: the SDK expands a component to every child, one edge per step.
+        """
+        return [commands[-1] for commands in self.commands.values() if commands]
+
     @staticmethod
     def _connection(
         config: BareMetalConfig, node: BareMetalNode, args: HostPreparationArgs

@@ -91,3 +91,8 @@ class BareMetalNodeLabels(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
             )
         self.register_outputs({"nodes": sorted(self.patches)})
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a dependent waits for: every node's patch (never the component, which the SDK expands)."""
+        return list(self.patches.values())

@@ -116,6 +116,14 @@ class GpuOperator(pulumi.ComponentResource):
         self.status = self.release.status
         self.register_outputs({"namespace": config.namespace, "chartVersion": config.chart_version})
 
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a dependent waits for: the Helm release (which waits for its namespace and prerequisites).
+
+        Never the component itself: the SDK expands a component to every child.
+        """
+        return [self.release]
+
     def _kyverno_exclusion(
         self, name: str, config: GpuOperatorConfig, child: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:

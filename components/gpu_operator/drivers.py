@@ -67,6 +67,12 @@ class PoolDriver:
         return max_cuda_for_driver(self.version)
 
     @property
+    def inherits_version_for_own_cuda(self) -> bool:
+        """The pool sets its own CUDA level but takes the version from the stack (or the chart)."""
+        own_cuda = self.cuda_key != "cuda.version"
+        return own_cuda and self.version_key.rsplit(".", 1)[0] != self.cuda_key.rsplit(".", 1)[0]
+
+    @property
     def waves(self) -> int | None:
         """Rounds a driver change of the pool takes: ``ceil(nodes / maxParallelUpgrades)``, bounded by
         ``maxUnavailable`` (None: ``maxUnavailable`` resolves to 0 nodes, so it cannot progress)."""
@@ -310,7 +316,17 @@ def _pool_problems(
                 yield Problem(key, f"{problem}{note}; used by {users}")
         for driver in members:
             cuda = cuda_problem(version, driver.cuda, context.cuda_check)
-            if cuda and (key, driver.cuda) not in seen:
+            if not cuda:
+                continue
+            if driver.inherits_version_for_own_cuda:
+                # The conflict is the pool's own: its CUDA against a version it inherits. The stack default
+                # suits the other pools, so the pool's key is the one to change (and the one the user wrote).
+                yield Problem(
+                    driver.cuda_key,
+                    f"{cuda}; pool {driver.pool} inherits the driver from {key}{note}: set "
+                    f"{driver.cuda_key.rsplit('.', 1)[0]}.version for this pool, or lower its cuda",
+                )
+            elif (key, driver.cuda) not in seen:
                 seen.add((key, driver.cuda))
                 where = (
                     "the workloads' CUDA is set in cuda.version"

@@ -63,3 +63,8 @@ class GpuDrivers(pulumi.ComponentResource):
                 ),
             )
         self.register_outputs({"drivers": sorted(self.drivers)})
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a dependent waits for: every NVIDIADriver (never the component, which the SDK expands)."""
+        return list(self.drivers.values())

@@ -15,8 +15,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from components.base import yaml_text
 from components.catalog import kubeflow_manifests as km
 from components.kubeflow.gpus import GpuFleet, spawner_affinity_options, spawner_vendors
 
@@ -52,7 +51,7 @@ def spawner_config(upstream: str, fleet: GpuFleet) -> str:
         )
         text = _replace_once(text, km.SPAWNER_NVIDIA_VENDOR_TEXT, km.SPAWNER_NVIDIA_VENDOR_TEXT + added)
     if options:
-        block = yaml.safe_dump(options, sort_keys=False, default_flow_style=False, width=4096)
+        block = yaml_text.dump(options, sort_keys=False, default_flow_style=False, width=4096)
         indented = "".join(f"      {line}\n" for line in block.splitlines())
         comment = km.SPAWNER_AFFINITY_OPTIONS_TEXT.splitlines(keepends=True)[0]
         text = _replace_once(text, km.SPAWNER_AFFINITY_OPTIONS_TEXT, f"{comment}    options:\n{indented}")
@@ -62,12 +61,12 @@ def spawner_config(upstream: str, fleet: GpuFleet) -> str:
 
 def _check(upstream: str, text: str, vendors: list[dict[str, str]], options: list[dict[str, Any]]) -> None:
     """The edited file parses to upstream's, plus exactly the added vendors and options."""
-    expected: dict[str, Any] = copy.deepcopy(yaml.safe_load(upstream))
+    expected: dict[str, Any] = copy.deepcopy(yaml_text.load(upstream))
     defaults = expected["spawnerFormDefaults"]
     listed = defaults["gpus"]["value"]["vendors"]
     at = next(i for i, v in enumerate(listed) if v["limitsKey"] == "nvidia.com/gpu") + 1
     listed[at:at] = vendors
     if options:
         defaults["affinityConfig"]["options"] = options
-    if yaml.safe_load(text) != expected:
+    if yaml_text.load(text) != expected:
         raise SpawnerConfigError(f"the edited {km.SPAWNER_CONFIG_KEY} does not parse to upstream's plus the additions")

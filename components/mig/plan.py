@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
+from components.base import yaml_text
 from components.base.problems import Problem, join_path
 from components.catalog import mig as catalog
 from components.catalog.names import MIG_ALL_DISABLED as ALL_DISABLED
@@ -130,7 +129,7 @@ def mig_values(settings: MigSettings, result: MigPlanResult) -> dict[str, Any]:
             "create": True,
             "name": settings.config_map_name,
             "default": ALL_DISABLED,
-            "data": {"config.yaml": yaml.safe_dump(result.parted_config, sort_keys=False)},
+            "data": {"config.yaml": yaml_text.dump(result.parted_config, sort_keys=False)},
         }
     if settings.with_reboot:
         manager["env"] = [{"name": "WITH_REBOOT", "value": "true"}]

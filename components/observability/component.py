@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
+from components.base import yaml_text
 from components.catalog import observability as facts
 from components.catalog.names import MANAGED_BY_LABELS, OBSERVABILITY_TYPE
 from components.observability.plan import RULE_FILE_KEY, RULES_NAME, ObservabilityPlan
@@ -55,7 +55,7 @@ class Observability(pulumi.ComponentResource):
             self.rules = k8s.core.v1.ConfigMap(
                 f"{name}-rules",
                 metadata=metadata,
-                data={RULE_FILE_KEY: yaml.safe_dump(plan.rule_file(), sort_keys=False)},
+                data={RULE_FILE_KEY: yaml_text.dump(plan.rule_file(), sort_keys=False)},
                 opts=child,
             )
         annotations = (

@@ -8,6 +8,7 @@ update instead of the first user's notebook.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
@@ -30,6 +31,9 @@ class SmokeTestArgs:
     namespace: str
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    #: Per pool, what that pool's Jobs also wait for (a bare-metal node's MIG label): a Job waits for its
+    #: own node, not the fleet's, so registration stays linear in the fleet.
+    pool_prerequisites: Mapping[str, list[pulumi.Resource]] = field(default_factory=dict)
 
 
 class GpuSmokeTest(pulumi.ComponentResource):
@@ -75,7 +79,7 @@ class GpuSmokeTest(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=args.provider,
-                    depends_on=args.depends_on,
+                    depends_on=[*args.depends_on, *args.pool_prerequisites.get(target.pool, [])],
                     delete_before_replace=True,  # the Job name is fixed; Jobs are immutable
                     # The same Job when its pool becomes the canary or stops being it (components.base.aliases).
                     aliases=moved_between_steps(
@@ -87,6 +91,11 @@ class GpuSmokeTest(pulumi.ComponentResource):
                 ),
             )
         self.register_outputs({"jobs": sorted(self.jobs)})
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a dependent waits for: every Job (never the component, which the SDK expands)."""
+        return list(self.jobs.values())
 
 
 def _driver_check(image: str, target: SmokeTarget) -> list[k8s.core.v1.ContainerArgs] | None:

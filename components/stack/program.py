@@ -4,6 +4,11 @@ Each capability is one ComponentResource; this module only wires them together, 
 (nothing is re-derived here), so ``__main__.py`` stays a few lines and tests build the same platform
 under mocks. The Yandex SDK is imported only by a stack that has Yandex resources: a bare-metal
 stack never pays for loading it.
+
+Registration stays linear in the fleet: a resource depends on the resources it waits for (each
+component's ``ready``, and for a smoke Job only its own node's MIG label), never on a component (the SDK
+expands that to every child), and never on what it already waits for through another dependency; the
+SDK's cycle check is answered without walking the graph where it can be (``base.dependency_graph``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from components.bare_metal.node_labels import (
     bare_metal_labels,
     declared_taint_annotations,
 )
+from components.base import dependency_graph
 from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
 from components.catalog.names import MIG_FIELD_MANAGER
@@ -66,6 +72,7 @@ class Platform:
 
 def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
     """Register every resource the plan declares."""
+    dependency_graph.install()
     stack = plan.config
     for message in plan.warnings:
         warning(message)
@@ -74,7 +81,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
     operator_prerequisites: list[pulumi.Resource] = []
     if stack.node_groups:
         platform.node_groups = _node_groups(plan, platform.access)
-        operator_prerequisites.extend(platform.node_groups.values())
+        operator_prerequisites.extend(r for group in platform.node_groups.values() for r in group.ready)
     if stack.bare_metal is not None:
         operator_prerequisites.extend(_bare_metal(plan, platform, secrets))
     operator_plan = plan.operator
@@ -106,7 +113,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 provider=provider,
                 field_manager=MIG_FIELD_MANAGER,
                 force=True,
-                depends_on=[platform.gpu_operator],
+                depends_on=platform.gpu_operator.ready,
             ),
         )
     agent_pools = plan.node_agent_pools
@@ -124,17 +131,15 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                     if pool.name in plan.mig.pools
                 },
                 provider=provider,
-                depends_on=[platform.gpu_operator],
+                depends_on=platform.gpu_operator.ready,
             ),
         )
     if platform.gpu_operator is not None:
-        mig_labels = [platform.mig_labels] if platform.mig_labels is not None else []
-        # A Job must not run before its node carries its MIG layout (bare metal: the patches).
-        _drivers_and_smoke_tests(plan, platform, [platform.gpu_operator, *operator_prerequisites, *mig_labels])
+        _drivers_and_smoke_tests(plan, platform)
     if plan.observability is not None and platform.gpu_operator is not None:
         platform.observability = Observability(
             "observability",
-            ObservabilityArgs(plan=plan.observability, provider=provider, depends_on=[platform.gpu_operator]),
+            ObservabilityArgs(plan=plan.observability, provider=provider, depends_on=platform.gpu_operator.ready),
         )
     kubeflow = stack.kubeflow
     if kubeflow is not None and kubeflow.enabled and secrets.dex_password_hash is not None:
@@ -152,12 +157,14 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
     return platform
 
 
-def _drivers_and_smoke_tests(plan: Plan, platform: Platform, smoke_prerequisites: list[pulumi.Resource]) -> None:
+def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
     """The smoke Jobs, and with per-pool drivers the NVIDIADriver resources, in canary order.
 
     canary pools' NVIDIADriver (awaited until ready) -> their smoke Jobs (the declared driver on the node,
     then CUDA) -> every other pool's NVIDIADriver -> their smoke Jobs. A failing canary fails ``pulumi up``
-    before Pulumi touches the other pools' drivers: they depend on the canary Jobs.
+    before Pulumi touches the other pools' drivers: they depend on the canary Jobs. Every Job waits for the
+    release (which waits for node groups, host preparation and node labels) and for its own node's MIG
+    label, which names a config the release defines.
     """
     stack, operator_plan, operator = plan.config, plan.operator, platform.gpu_operator
     if operator_plan is None or operator is None:
@@ -166,27 +173,31 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform, smoke_prerequisites
     smoke = stack.smoke_test.enabled
     driver_plan = operator_plan.driver
     canary_pools = {p.pool for g in driver_plan.canary_groups for p in g.pools}
-    later_prerequisites: list[pulumi.Resource] = [operator]
+    mig_labels = platform.mig_labels.patches if platform.mig_labels is not None else {}
+    node_labels: dict[str, list[pulumi.Resource]] = {node: [patch] for node, patch in mig_labels.items()}
+    smoke_prerequisites: list[pulumi.Resource] = operator.ready
+    later_prerequisites: list[pulumi.Resource] = operator.ready
     if canary_pools:
         platform.canary_drivers = _gpu_drivers(
-            plan, provider, "gpu-drivers-canary", driver_plan.canary_groups, [operator]
+            plan, provider, "gpu-drivers-canary", driver_plan.canary_groups, operator.ready
         )
-        later_prerequisites = [platform.canary_drivers]
+        later_prerequisites = platform.canary_drivers.ready
         if smoke:
             platform.canary_smoke_test = _smoke_test(
                 plan,
                 provider,
                 "gpu-smoke-test-canary",
                 [t for t in plan.smoke_targets if t.pool in canary_pools],
-                [*smoke_prerequisites, platform.canary_drivers],
+                platform.canary_drivers.ready,
+                node_labels,
             )
-            later_prerequisites.append(platform.canary_smoke_test)
+            later_prerequisites = [*later_prerequisites, *platform.canary_smoke_test.ready]
     if operator_plan.nvidia_drivers and driver_plan.later_groups:
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
-        smoke_prerequisites = [*smoke_prerequisites, platform.drivers]
+        smoke_prerequisites = platform.drivers.ready
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
-        platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites)
+        platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites, node_labels)
 
 
 def _gpu_drivers(
@@ -211,7 +222,12 @@ def _gpu_drivers(
 
 
 def _smoke_test(
-    plan: Plan, provider: k8s.Provider, name: str, targets: list[SmokeTarget], depends_on: list[pulumi.Resource]
+    plan: Plan,
+    provider: k8s.Provider,
+    name: str,
+    targets: list[SmokeTarget],
+    depends_on: list[pulumi.Resource],
+    pool_prerequisites: dict[str, list[pulumi.Resource]],
 ) -> GpuSmokeTest:
     stack = plan.config
     return GpuSmokeTest(
@@ -222,6 +238,7 @@ def _smoke_test(
             namespace=stack.gpu_operator.namespace,
             provider=provider,
             depends_on=depends_on,
+            pool_prerequisites={t.pool: pool_prerequisites[t.pool] for t in targets if t.pool in pool_prerequisites},
         ),
     )
 
@@ -286,7 +303,7 @@ def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[p
                 driverless=driverless_hosts(stack.gpu_operator, bare_metal=True),
             ),
         )
-        created.append(platform.host_preparation)
+        created.extend(platform.host_preparation.ready)
     platform.node_labels = BareMetalNodeLabels(
         "gpu-nodes",
         NodeLabelsArgs(
@@ -295,5 +312,5 @@ def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[p
             provider=platform.access.provider,
         ),
     )
-    created.append(platform.node_labels)
+    created.extend(platform.node_labels.ready)
     return created

@@ -81,6 +81,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
         self.node_group_id = self.node_group.id
         self.register_outputs({"nodeGroupId": self.node_group_id, "cloudName": self.cloud_name})
 
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a dependent waits for: the node group (never the component, which the SDK expands)."""
+        return [self.node_group]
+
     @staticmethod
     def _instance_template(group: NodeGroupConfig) -> yandex_sdk.NodeGroupInstanceTemplate:
         return yandex_sdk.NodeGroupInstanceTemplate(

@@ -8,7 +8,7 @@ the ones the project's research notes found not to exist or to be ignored.
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from components.catalog.gpu_operator_chart import (
@@ -32,6 +32,7 @@ from components.catalog.gpu_operator_contract import (
     Violation,
     contract_for,
 )
+from tests.properties import examples
 
 CONTRACT = contract_for("v26.7.0")
 
@@ -260,6 +261,7 @@ def test_free_maps_accept_arbitrary_keys():
     assert CONTRACT.accepts("operator.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
 
 
+@settings(max_examples=examples(100))
 @given(st.dictionaries(st.text(min_size=1), st.text(), max_size=5))
 def test_any_string_labels_are_accepted(labels):
     assert CONTRACT.violations({"daemonsets": {"labels": labels}}) == []
@@ -268,6 +270,7 @@ def test_any_string_labels_are_accepted(labels):
 DRIVER_KEYS = {p.split(".")[1] for p in CONTRACT.paths() if p.startswith("driver.")}
 
 
+@settings(max_examples=examples(100))
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzXYZ", min_size=3, max_size=12))
 def test_any_key_the_driver_block_lacks_is_refused_at_its_path(key):
     assume(key not in DRIVER_KEYS)

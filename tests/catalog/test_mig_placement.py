@@ -23,6 +23,7 @@ from components.catalog.mig import (
     place,
     valid_layouts,
 )
+from tests.properties import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 SEVEN_SLICE_MODELS = [m for m in mig_models() if mig_gpu(m).geometry.compute_slices == 7]
@@ -224,7 +225,7 @@ def layouts(draw: st.DrawFn) -> tuple[str, dict[str, int]]:
     return model, layout
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(layouts())
 def test_place_agrees_with_brute_force_and_its_placements_check_out(case):
     model, layout = case

@@ -29,6 +29,7 @@ from components.catalog.mig import (
 )
 from components.mig.config import MigConfig
 from tests.catalog.test_mig_placement import brute_force_placeable, check_placement
+from tests.properties import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -272,7 +273,7 @@ def small_demands(draw: st.DrawFn) -> tuple[str, dict[str, int]]:
     return model, demand
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(small_demands())
 def test_plans_are_valid_and_as_small_as_brute_force_finds(case):
     model, demand = case
@@ -283,7 +284,7 @@ def test_plans_are_valid_and_as_small_as_brute_force_finds(case):
     assert result.optimal
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     st.sampled_from(mig_models()).flatmap(
         lambda model: st.tuples(

@@ -160,6 +160,15 @@ def test_outputs_give_each_pools_driver_and_newest_cuda(dev: ProgramRun) -> None
             "driver 595.45.04 or newer (strict check); nodeGroups.a100.driver.cuda asks for it",
         ),
         (
+            # The pool asks for CUDA 13.2 and inherits the stack's 580: refused at the pool's own key, which
+            # the file has (the stack default suits every other pool).
+            "nodeGroups.a100.driver",
+            {"cuda": "13.2"},
+            "nodeGroups.a100.driver.cuda: driver 580.95.05 is too old for CUDA 13.2 workloads; CUDA 13.2 needs "
+            "driver 595.45.04 or newer (strict check); pool a100 inherits the driver from "
+            "gpuOperator.driver.version: set nodeGroups.a100.driver.version for this pool, or lower its cuda",
+        ),
+        (
             "nodeGroups.a100.driver",
             {"cuda": "12.4"},
             "nodeGroups.a100.driver.cuda: 12.4 is below cuda.version 12.6: the stack-wide level applies to every "

@@ -10,6 +10,7 @@ from components.catalog.kubernetes import TAINT_EFFECTS, parse_taint
 from policies.gpu_policies.names import NODE_PATCH_TYPE
 from policies.gpu_policies.scheduling import gpu_operator_tolerates_gpu_taints as policy
 from tests.policies.support import RELEASE_TYPE, node_group, operator_release, run_stack, stack, urn
+from tests.properties import examples
 
 WORKLOAD_TAINT = "gpu-platform.io/workload=notebooks:NoSchedule"
 GPU_EXISTS = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -87,7 +88,7 @@ _taints = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(taints=_taints, data=st.data())
 def test_exactly_the_taints_left_untolerated_are_reported(taints: list[str], data: st.DataObject) -> None:
     parsed = sorted({parse_taint(t) for t in taints}, key=str)

@@ -18,12 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from preview.__main__ import _guarded
-from preview.rendered import RenderMemo
 from tests.helpers import ROOT
+from tests.properties import examples
 
 OUTCOMES: Counter[str] = Counter()
-# Renders reused across examples whose overlay and values are unchanged (the pinned trees do not change).
-RENDERS: RenderMemo = {}
 STACKS = ("dev", "prod")
 TEXTS = {stack: (ROOT / f"Pulumi.{stack}.yaml").read_text() for stack in STACKS}
 DOCUMENTS = {stack: yaml.safe_load(text) for stack, text in TEXTS.items()}
@@ -120,9 +118,7 @@ def _project(root: Path) -> Path:
     return root
 
 
-@settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=mutated_files())
 def test_no_stack_file_crashes_the_preview_and_every_refusal_names_a_key(
     tmp_path_factory: Any, case: tuple[str, str]
@@ -132,7 +128,7 @@ def test_no_stack_file_crashes_the_preview_and_every_refusal_names_a_key(
     (root / f"Pulumi.{stack}.yaml").write_text(text)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _guarded(stack, root / "out", True, root, RENDERS)
+        code = _guarded(stack, root / "out", True, root)  # unchanged renders come from the render cache
     output = out.getvalue() + err.getvalue()
     OUTCOMES[f"exit {code}"] += 1
     assert code in (0, 2, 3), output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,44 @@ def test_a_bug_is_one_line_with_the_log_path_and_exit_1(tmp_path: Path) -> None:
     log = tmp_path / "out" / "t.error.log"
     assert lines[0] == f"error: stack t: internal error (RuntimeError: boom in the program); details in {log}"
     assert "Traceback" in log.read_text()
+
+
+def _anchored_fleet(nodes: int) -> str:
+    """The prod stack file with ``nodes`` bare-metal nodes that share their taints and MIG layout through anchors."""
+    lines = VALID_PROD.split("\n")
+    start = lines.index("    nodes:")
+    end = next(i for i, line in enumerate(lines) if line.startswith("  gpu-platform:mig:"))
+    fleet = ["    nodes:"]
+    for index in range(nodes):
+        shared = (
+            "        taints: &taints [nvidia.com/gpu=true:NoSchedule]\n        mig: &mig {layout: all-1g.10gb}"
+            if index == 0
+            else "        taints: *taints\n        mig: *mig"
+        )
+        fleet.append(
+            f"      - name: gpu-node-{index}\n        address: 192.0.2.{index % 250 + 1}\n        gpuModel: H100-80GB\n"
+            f"        gpus: 8\n        pool: h100\n{shared}"
+        )
+    return "\n".join([*lines[:start], *fleet, *lines[end:]])
+
+
+VALID_PROD = (ROOT / "Pulumi.prod.yaml").read_text()
+
+
+def test_a_thousand_node_stack_written_with_anchors_loads(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.t.yaml").write_text(_anchored_fleet(1000))
+    config = load_stack_file(tmp_path, "t").config
+    nodes = json.loads(config["gpu-platform:bareMetal"])["nodes"]
+    assert len(nodes) == 1000
+    assert all(node["taints"] == ["nvidia.com/gpu=true:NoSchedule"] for node in nodes)
+    assert nodes[999]["mig"] == {"layout": "all-1g.10gb"}
+
+
+def test_an_alias_of_a_deep_anchor_used_deep_is_refused_at_its_position(tmp_path: Path) -> None:
+    deep = "[" * 40 + "x" + "]" * 40
+    text = f"config:\n  gpu-platform:a: &deep {deep}\n  gpu-platform:b: {'[' * 30}*deep{']' * 30}\n"
+    (tmp_path / "Pulumi.t.yaml").write_text(text)
+    with pytest.raises(StackFileError) as caught:
+        load_stack_file(tmp_path, "t")
+    assert str(caught.value).startswith("Pulumi.t.yaml:3:"), caught.value
+    assert "nested deeper than 64 levels once aliases expand" in str(caught.value)

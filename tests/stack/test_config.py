@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from components.base.problems import StackConfigError
 from components.stack.config import parse_stack_config
 from tests.helpers import delete_path, plan_raw, refusal, set_path, stack_raw
+from tests.properties import examples
 
 V100 = "nodeGroups.v100"
 
@@ -144,7 +145,7 @@ _FLEET_SECTIONS = {"nodeGroups", "nodeGroupDefaults", "mig"}
 _QUOTA_PATHS = ("kubeflow.profiles",)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(path=st.sampled_from(_DEV_PATHS), value=_JUNK, extra=st.booleans())
 def test_malformed_configs_are_refused_with_a_key_path(path: tuple[Any, ...], value: Any, extra: bool) -> None:
     raw = set_path(_DEV, (*path, "zzUnknown"), value) if extra and path in _DICT_PATHS else set_path(_DEV, path, value)
