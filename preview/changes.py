@@ -327,6 +327,8 @@ def body_of(inputs: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class _Entry:
+    """One resource of a preview as the engine matches it: its URN, the old URNs it answers to, its options."""
+
     urn: str
     resource: dict[str, Any]
     aliases: tuple[str, ...]
