@@ -113,6 +113,7 @@ def _produce(stack: str, root: Path, out_dir: Path) -> Produced | int:
     from preview.policy_gate import PolicyConfigError, report_text, run_gate, verdict_table
     from preview.render import preview_files, resource_tree
     from preview.rendered import render_program
+    from preview.resource_options import option_files
     from preview.runner import run_program
     from preview.stack_file import StackFileError
 
@@ -131,7 +132,7 @@ def _produce(stack: str, root: Path, out_dir: Path) -> Produced | int:
     except RenderSetupError as error:
         print(f"error: stack {stack}: {error}", file=sys.stderr)
         return 1
-    files = {**preview_files(run), **rendered.files(), **mig_plan_files(run)}
+    files = {**preview_files(run), **rendered.files(), **mig_plan_files(run), **option_files(run)}
     try:
         gate = run_gate(run, root, rendered)
     except PolicyConfigError as error:

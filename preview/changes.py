@@ -20,7 +20,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from preview.replacements import replace_note, replace_reasons
+import yaml
+
+from preview.mocks import SECRET_MASK
+from preview.moves import Move, find_moves
+from preview.replacements import ResourceOptions, replace_note, replace_reasons, update_note
 from preview.snapshot import Gpu, Pool, Snapshot
 
 CREATE, UPDATE, REPLACE, DELETE = "create", "update", "replace", "delete"
@@ -52,6 +56,33 @@ class ResourceChange:
     changes: tuple[Change, ...] = ()
     reasons: tuple[str, ...] = ()  # replace: the replace-triggering fields
     note: str = ""
+    urn: str = ""  # the engine's URN (a delete: the old one)
+    body: str = ""  # create: every input it is created with, as YAML (secrets masked)
+    moved_from: str = ""  # the old URN an alias pairs it with (an update, not a create and a delete)
+
+
+#: Kinds whose pods are replaced when their ``spec.template`` changes (the controllers' rollout).
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
+
+
+@dataclass(frozen=True)
+class RenderedChange:
+    """One rendered object created, changed (with the changed paths) or deleted, under its release or Directory."""
+
+    origin: str
+    action: str
+    kind: str
+    name: str  # ``<namespace>/<name>`` or ``<name>``
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def rolls(self) -> bool:
+        """A workload whose pod template changes: its controller replaces every pod."""
+        return (
+            self.action == UPDATE
+            and self.kind in WORKLOAD_KINDS
+            and any(c.path.startswith("spec.template") for c in self.changes)
+        )
 
 
 @dataclass(frozen=True)
@@ -86,6 +117,7 @@ class PoolChange:
     drain: str  # what happens to the nodes when GPUs are re-partitioned ("" when none are)
     drained_by_agent: bool
     nodes_replaced: str = ""  # a Yandex group whose cloud name changes: every node is new
+    driver_rollout: str = ""  # the pool's driver object changes: its driver pods restart on every node
 
     @property
     def repartitioned(self) -> tuple[int, ...]:
@@ -139,6 +171,20 @@ class StackDiff:
     verdict_after: Verdict = field(default_factory=lambda: Verdict(0, 0))
     resources_after: int = 0
     findings_after: list[Finding] = field(default_factory=list)  # every finding of the head, for the verdicts
+    moves: list[Move] = field(default_factory=list)  # deleted and created resources that are one object, unaliased
+    refused: list[str] = field(default_factory=list)  # the head is refused: every problem (nothing else is known)
+    mig_plan: str = ""  # the MIG plan the change needs recorded, and how (empty: the recorded one is current)
+    rendered: list[RenderedChange] = field(default_factory=list)  # objects inside releases and Directories
+
+    @property
+    def rollouts(self) -> list[RenderedChange]:
+        """Rendered workloads whose pod template changes: their pods restart."""
+        return [change for change in self.rendered if change.rolls]
+
+    @property
+    def mandatory_findings(self) -> list[str]:
+        """What the review itself refuses (the gate exits 3): every unaliased move of one real object."""
+        return [move.describe() for move in self.moves]
 
     def of(self, action: str) -> list[ResourceChange]:
         """The resource changes of one action, in registration order."""
@@ -163,6 +209,11 @@ class StackDiff:
         """Pools whose driver changes (a pool only in one preview is not a driver change)."""
         return [p for p in self.pools if p.before and p.after and p.driver_before != p.driver_after]
 
+    @property
+    def driver_rollouts(self) -> list[PoolChange]:
+        """Pools whose driver object changes without a version change (driver pods restart there too)."""
+        return [p for p in self.pools if p.driver_rollout]
+
     def driver_groups(self) -> list[tuple[tuple[str, ...], str, str]]:
         """Driver changes, pools with the same change together: ``((pool, ...), before, after)``."""
         groups: dict[tuple[str, str], list[str]] = {}
@@ -173,7 +224,15 @@ class StackDiff:
     @property
     def empty(self) -> bool:
         """Nothing changes at all."""
-        return not (self.resources or self.outputs or self.repartitioned or self.appeared or self.disappeared)
+        return not (
+            self.resources
+            or self.outputs
+            or self.repartitioned
+            or self.appeared
+            or self.disappeared
+            or self.refused
+            or self.rendered
+        )
 
     def to_json(self) -> str:
         """``diff.json``: the whole diff, sorted keys, a final newline."""
@@ -216,6 +275,10 @@ def value_changes(old: Any, new: Any, path: str = "") -> list[Change]:
     """Every leaf that differs between ``old`` and ``new`` (dicts by key, equal-length lists by index)."""
     if old == new:
         return []
+    if SECRET_MASK in (old, new) and _MISSING not in (old, new):
+        # A masked value cannot be compared: a secret that changes shows as no change (never as its value),
+        # and so does a value one preview masks and the other shows (a base made by an older review).
+        return []
     if isinstance(old, dict) and isinstance(new, dict):
         found: list[Change] = []
         for key in sorted(set(old) | set(new), key=str):
@@ -243,35 +306,113 @@ def value_changes(old: Any, new: Any, path: str = "") -> list[Change]:
 # resources
 
 
-def _resource_changes(base: Snapshot | None, head: Snapshot) -> list[ResourceChange]:
-    before = {(r["type"], r["name"]): r for r in (base.resources if base else [])}
-    after = {(r["type"], r["name"]): r for r in head.resources}
+class _BodyDumper(yaml.SafeDumper):
+    """Block YAML where a multi-line string (a root script) reads as written: a literal ``|`` block."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BodyDumper.add_representer(str, _text)
+
+
+def body_of(inputs: dict[str, Any]) -> str:
+    """A created resource's inputs as block YAML, keys sorted (the preview already masked its secrets)."""
+    return yaml.dump(
+        inputs, Dumper=_BodyDumper, sort_keys=True, default_flow_style=False, width=120, allow_unicode=True
+    )
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One resource of a preview as the engine matches it: its URN, the old URNs it answers to, its options."""
+
+    urn: str
+    resource: dict[str, Any]
+    aliases: tuple[str, ...]
+    options: ResourceOptions
+
+    @property
+    def type(self) -> str:
+        return str(self.resource["type"])
+
+    @property
+    def name(self) -> str:
+        return str(self.resource["name"])
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return self.resource.get("inputs") or {}
+
+
+def _entries(snapshot: Snapshot | None) -> list[_Entry]:
+    if snapshot is None:
+        return []
+    return [
+        _Entry(urn, resource, aliases, options)
+        for urn, resource, aliases, options in zip(
+            snapshot.urns(), snapshot.resources, snapshot.aliases(), snapshot.resource_options(), strict=True
+        )
+    ]
+
+
+def _resource_changes(base: Snapshot | None, head: Snapshot) -> tuple[list[ResourceChange], list[Move]]:
+    """What the engine plans, matching by URN (and by alias, as the engine does), and the unaliased moves."""
+    before = {entry.urn: entry for entry in _entries(base)}
+    after = _entries(head)
+    current = {entry.urn for entry in after}
+    matched: set[str] = set()
     found: list[ResourceChange] = []
-    for key, resource in after.items():
-        old = before.get(key)
+    created: list[_Entry] = []
+    for entry in after:
+        old = before.get(entry.urn)
+        moved_from = ""
         if old is None:
-            found.append(ResourceChange(CREATE, key[0], key[1], resource.get("parent")))
+            alias = next((a for a in entry.aliases if a in before and a not in current and a not in matched), None)
+            old, moved_from = (before[alias], alias) if alias else (None, "")
+        if old is None:
+            created.append(entry)
+            found.append(
+                ResourceChange(
+                    CREATE,
+                    entry.type,
+                    entry.name,
+                    entry.resource.get("parent"),
+                    urn=entry.urn,
+                    body=body_of(entry.inputs),
+                )
+            )
             continue
-        old_inputs, new_inputs = old.get("inputs") or {}, resource.get("inputs") or {}
-        changes = tuple(value_changes(old_inputs, new_inputs))
-        if not changes and old.get("parent") == resource.get("parent"):
+        matched.add(old.urn)
+        changes = tuple(value_changes(old.inputs, entry.inputs))
+        if not changes and not moved_from:
             continue
-        reasons = tuple(replace_reasons(key[0], old_inputs, new_inputs))
-        if old.get("parent") != resource.get("parent"):
-            changes += (Change("(parent)", show(old.get("parent")), show(resource.get("parent"))),)
+        reasons = tuple(replace_reasons(entry.type, old.inputs, entry.inputs, entry.options))
+        if moved_from:
+            changes += (Change("(urn, by its alias)", show(moved_from), show(entry.urn)),)
         found.append(
             ResourceChange(
                 REPLACE if reasons else UPDATE,
-                key[0],
-                key[1],
-                resource.get("parent"),
+                entry.type,
+                entry.name,
+                entry.resource.get("parent"),
                 changes,
                 reasons,
-                replace_note(key[0], old_inputs, new_inputs) if reasons else "",
+                replace_note(entry.type, old.inputs, entry.inputs, entry.options)
+                if reasons
+                else update_note(entry.type, entry.inputs),
+                urn=entry.urn,
+                moved_from=moved_from,
             )
         )
-    found += [ResourceChange(DELETE, k[0], k[1], r.get("parent")) for k, r in before.items() if k not in after]
-    return found
+    deleted = [entry for urn, entry in before.items() if urn not in matched and urn not in current]
+    found += [ResourceChange(DELETE, e.type, e.name, e.resource.get("parent"), urn=e.urn) for e in deleted]
+    moves = find_moves(
+        [(e.urn, e.type, e.name, e.inputs) for e in created], [(e.urn, e.type, e.name, e.inputs) for e in deleted]
+    )
+    return found, moves
 
 
 # ----------------------------------------------------------------------------------------------
@@ -279,14 +420,16 @@ def _resource_changes(base: Snapshot | None, head: Snapshot) -> list[ResourceCha
 
 
 def _driver(snapshot: Snapshot | None, pool: str) -> str:
-    """The pool's driver as the outputs say: a per-pool ``drivers`` output where there is one, else the stack's."""
+    """The pool's driver as the outputs say: ``drivers.pools.<pool>`` where the stack exports it, else the stack's."""
     if snapshot is None:
         return ""
     drivers = snapshot.outputs.get("drivers")
-    own = drivers.get(pool) if isinstance(drivers, dict) else None
+    drivers = drivers if isinstance(drivers, dict) else {}
+    pools = drivers.get("pools")
+    own = pools.get(pool) if isinstance(pools, dict) else drivers.get(pool)  # older previews: drivers.<pool>
     if isinstance(own, dict):
-        version = own.get("version") or own.get("driverVersion")
-        owner = own.get("owner") or own.get("driverOwner")
+        version = own.get("driverVersion") or own.get("version")
+        owner = drivers.get("owner") or own.get("owner") or own.get("driverOwner")
         if version or owner:
             return f"{version or '?'} ({owner or 'owner not given'})"
     if isinstance(own, str):
@@ -295,6 +438,46 @@ def _driver(snapshot: Snapshot | None, pool: str) -> str:
     if not isinstance(operator, dict):
         return ""
     return f"{operator.get('driverVersion') or '?'} ({operator.get('driverOwner') or 'owner not given'})"
+
+
+def _driver_resource(snapshot: Snapshot | None, pool: str) -> str:
+    """The name of the pool's own driver object (``drivers.pools.<pool>.driverResource``), or ''."""
+    drivers = snapshot.outputs.get("drivers") if snapshot else None
+    pools = drivers.get("pools") if isinstance(drivers, dict) else None
+    own = pools.get(pool) if isinstance(pools, dict) else None
+    return str(own.get("driverResource") or "") if isinstance(own, dict) else ""
+
+
+#: NVIDIADriver spec paths whose change is not a rollout of the driver pods by itself.
+_NOT_A_ROLLOUT = ("spec.version", "spec.upgradePolicy")
+
+
+def _driver_rollout(pool: str, head: Snapshot, changes: list[ResourceChange]) -> str:
+    """``NVIDIADriver gpu-platform-a100 is updated (spec.tolerations): ...``: the pool's driver object changes."""
+    name = _driver_resource(head, pool)
+    if not name:
+        return ""
+    for change in changes:
+        if change.action not in (UPDATE, REPLACE):
+            continue
+        resource = next((r for r in head.resources if r["name"] == change.name and r["type"] == change.type), None)
+        metadata = ((resource or {}).get("inputs") or {}).get("metadata") or {}
+        if metadata.get("name") != name:
+            continue
+        # The version is the driver change itself (shown as such); the upgrade policy only steers the rollout.
+        paths = sorted(
+            {c.path for c in change.changes if c.path.startswith("spec.") and not c.path.startswith(_NOT_A_ROLLOUT)}
+        )
+        if not paths and change.action != REPLACE:
+            continue
+        kind = change.type.rsplit(":", 1)[-1]
+        shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+        verb = "replaced (deleted, then created)" if change.action == REPLACE else "updated"
+        return (
+            f"{kind} {name} is {verb} ({shown or 'recreated'}): the operator rolls its driver pods on every node "
+            "of the pool, GPU workloads there stop while the driver reloads"
+        )
+    return ""
 
 
 def _agent_drains(snapshot: Snapshot, pool: str) -> tuple[bool, str]:
@@ -318,7 +501,7 @@ def _cloud_name(snapshot: Snapshot | None, pool: str) -> str:
     return str(group.get("cloudName") or "") if isinstance(group, dict) else ""
 
 
-def _pool_changes(base: Snapshot | None, head: Snapshot) -> list[PoolChange]:
+def _pool_changes(base: Snapshot | None, head: Snapshot, resources: list[ResourceChange]) -> list[PoolChange]:
     before = {p.name: p for p in (base.pools() if base else [])}
     after = {p.name: p for p in head.pools()}
     found = []
@@ -336,7 +519,8 @@ def _pool_changes(base: Snapshot | None, head: Snapshot) -> list[PoolChange]:
         if old is not None and new is not None and any(g.repartitioned for g in gpus):
             drained, drain = _agent_drains(head, name)
         driver_before, driver_after = _driver(base, name) if old else "", _driver(head, name) if new else ""
-        if old and new and driver_before != driver_after:
+        rollout = _driver_rollout(name, head, resources) if old and new else ""
+        if old and new and (driver_before != driver_after or rollout):
             status = "changed"
         old_cloud, new_cloud = _cloud_name(base, name), _cloud_name(head, name)
         replaced = ""
@@ -359,6 +543,7 @@ def _pool_changes(base: Snapshot | None, head: Snapshot) -> list[PoolChange]:
                 drain=drain,
                 drained_by_agent=drained,
                 nodes_replaced=replaced,
+                driver_rollout=rollout,
             )
         )
     return found
@@ -387,6 +572,36 @@ def _finding_key(finding: Finding) -> tuple[str, ...]:
     return (finding.policy, finding.enforcement, finding.resource, finding.message, finding.origin)
 
 
+def _finding_changes(before: list[Finding], after: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """Findings that appear and disappear; the same message of the same policy is the same finding.
+
+    A resource that moves (a new URN, a new origin) keeps its findings: counting them as "new" and "gone"
+    would bury the findings that really are new.
+    """
+
+    def key(finding: Finding) -> tuple[str, str, str]:
+        return (finding.policy, finding.enforcement, finding.message)
+
+    old_keys: dict[tuple[str, str, str], int] = {}
+    for finding in before:
+        old_keys[key(finding)] = old_keys.get(key(finding), 0) + 1
+    new_keys: dict[tuple[str, str, str], int] = {}
+    for finding in after:
+        new_keys[key(finding)] = new_keys.get(key(finding), 0) + 1
+
+    def beyond(findings: list[Finding], other: dict[tuple[str, str, str], int]) -> list[Finding]:
+        left = dict(other)
+        kept = []
+        for finding in findings:
+            if left.get(key(finding), 0) > 0:
+                left[key(finding)] -= 1
+            else:
+                kept.append(finding)
+        return kept
+
+    return beyond(after, old_keys), beyond(before, new_keys)
+
+
 def verdict_of(findings: list[Finding]) -> Verdict:
     """Counts of mandatory and advisory findings."""
     mandatory = sum(1 for f in findings if f.enforcement == "mandatory")
@@ -396,18 +611,20 @@ def verdict_of(findings: list[Finding]) -> Verdict:
 def diff_snapshots(base: Snapshot | None, head: Snapshot, base_label: str, head_label: str) -> StackDiff:
     """The diff of one stack from ``base`` (None: the stack has no base preview) to ``head``."""
     before, after = findings_of(base), findings_of(head)
-    old_set, new_set = set(before), set(after)
+    appeared, disappeared = _finding_changes(before, after)
+    resources, moves = _resource_changes(base, head)
     return StackDiff(
         stack=head.stack,
         base=base_label,
         head=head_label,
-        resources=_resource_changes(base, head),
+        resources=resources,
         outputs=value_changes(base.outputs if base else {}, head.outputs),
-        pools=_pool_changes(base, head),
-        appeared=[f for f in after if f not in old_set],
-        disappeared=[f for f in before if f not in new_set],
+        pools=_pool_changes(base, head, resources),
+        appeared=appeared,
+        disappeared=disappeared,
         verdict_before=verdict_of(before) if base else None,
         verdict_after=verdict_of(after),
         resources_after=len(head.resources),
         findings_after=after,
+        moves=moves,
     )

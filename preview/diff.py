@@ -11,8 +11,12 @@ code, cached by commit) and in the working tree (``build/preview/<stack>/``), co
 and prints each stack's ten-second summary. The base preview runs in the background while the
 working tree is previewed. Same two previews, byte-identical reports.
 
+A stack whose working-tree config is refused still gets its three reports: they say it is refused,
+with every problem, so the pull-request comment never keeps showing an earlier, passing diff.
+
 Exit codes: those of the working tree's preview (0; 2 invalid config; 3 a mandatory policy violated;
-1 a bug), or 2 when the base is not a commit of this repository.
+1 a bug), 3 also when a deleted and a created resource are one real object without an alias
+(``preview.moves``), or 2 when the base is not a commit of this repository.
 """
 
 from __future__ import annotations
@@ -21,10 +25,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from components.mig.recorded import record_file_name
 from preview.__main__ import HEAD_LABEL, _guarded, base_snapshot
 from preview.baseline import BaselineError, PendingBaseline
 from preview.changes import StackDiff, diff_snapshots, findings_of
+from preview.mig_plan import PLAN_FILE
+from preview.policy_gate import EXIT_MANDATORY_VIOLATION
+from preview.refused import EXIT_REFUSED, refused_diff
 from preview.render import write_files
+from preview.rendered_diff import rendered_changes
 from preview.report_html import html_report
 from preview.report_markdown import markdown_report
 from preview.runner import REPO_ROOT
@@ -64,19 +73,43 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     codes = {stack: _guarded(stack, preview_out, True, root, baselines=pending) for stack in stacks}
     for stack in stacks:
-        if not (preview_out / stack / "resources.json").exists() or codes[stack] in (1, 2):
+        where = out / stack
+        baseline = pending.get(stack)
+        if codes[stack] == EXIT_REFUSED:
+            diff = refused_diff(stack, root, baseline.label, HEAD_LABEL)
+            write_files(report_files(diff, _shown(where, root)), where)
+            print("\n".join(summary_lines(diff)))
+            print(f"reports: {', '.join(str(_shown(where, root) + '/' + name) for name in REPORTS)}")
+            continue
+        if not (preview_out / stack / "resources.json").exists() or codes[stack] == 1:
             print(f"error: stack {stack}: the working tree's preview failed; no diff written", file=sys.stderr)
             continue
-        baseline = pending.get(stack)
         if baseline.missing:
             print(f"note: {baseline.missing}; every resource counts as new")
         head = load_snapshot(preview_out / stack, stack)
         diff = diff_snapshots(base_snapshot(baseline), head, baseline.label, HEAD_LABEL)
-        where = out / stack
+        diff.mig_plan = mig_plan_to_record(root, preview_out / stack, stack)
+        diff.rendered = rendered_changes(baseline.folder, preview_out / stack)
         write_files(report_files(diff, _shown(where, root)), where)
         print("\n".join(summary_lines(diff, findings_of(head))))
         print(f"reports: {', '.join(str(_shown(where, root) + '/' + name) for name in REPORTS)}")
+        if diff.mandatory_findings:
+            codes[stack] = max(codes[stack], EXIT_MANDATORY_VIOLATION)
     return max(codes.values(), default=0)
+
+
+def mig_plan_to_record(root: Path, stack_preview: Path, stack: str) -> str:
+    """What to commit when the change plans other MIG layouts than ``mig-plans/<stack>.yaml`` records ('' if none)."""
+    planned = stack_preview / PLAN_FILE
+    if not planned.is_file():
+        return ""
+    recorded = root / record_file_name(stack)
+    if recorded.is_file() and recorded.read_text(encoding="utf-8") == planned.read_text(encoding="utf-8"):
+        return ""
+    return (
+        f"{record_file_name(stack)} must be committed with this change (pulumi up plans from it): "
+        f"cp {_shown(planned, root)} {record_file_name(stack)}"
+    )
 
 
 def _shown(path: Path, root: Path) -> str:

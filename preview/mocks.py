@@ -15,7 +15,9 @@ from google.protobuf import json_format
 from pulumi.runtime import Mocks
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
+from components.catalog.command_connection import CLEAR_FIELDS, CONNECTION_INPUT, CONNECTION_TYPES, PROXY_FIELD
 from components.catalog.names import GET_CLUSTER_TOKEN, HELM_RELEASE_TYPE, NODE_GROUP_TYPE
+from preview.urns import AliasSpec, UrnBook
 
 # Signatures of special values in the Pulumi wire format (pulumi/runtime/rpc.py).
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -60,6 +62,29 @@ def mask_like(plain: Any, masked: Any) -> Any:
     if isinstance(masked, list) and isinstance(plain, list) and len(masked) == len(plain):
         return [mask_like(p, m) for p, m in zip(plain, masked, strict=True)]
     return masked
+
+
+def reveal_connection(resource_type: str, plain: dict[str, Any], masked: dict[str, Any]) -> dict[str, Any]:
+    """``masked`` with a remote command's host, user, port and bastion in clear, its credentials still masked.
+
+    The SDK makes the whole connection one secret (``components.catalog.command_connection``); only the
+    fields that say where the command connects are shown, every other field stays ``[secret]``.
+    """
+    if resource_type not in CONNECTION_TYPES or not isinstance(plain.get(CONNECTION_INPUT), dict):
+        return masked
+
+    def clear(connection: dict[str, Any]) -> dict[str, Any]:
+        shown: dict[str, Any] = {}
+        for key, value in connection.items():
+            if key == PROXY_FIELD and isinstance(value, dict):
+                shown[key] = clear(value)
+            elif key in CLEAR_FIELDS and not isinstance(value, dict | list):
+                shown[key] = value
+            else:
+                shown[key] = mask_like(value, SECRET_MASK)
+        return shown
+
+    return {**masked, CONNECTION_INPUT: clear(plain[CONNECTION_INPUT])}
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -119,6 +144,10 @@ class Registration:
     masked_inputs: dict[str, Any]
     dependencies: list[str] = field(default_factory=list)
     transforms: tuple[Any, ...] = ()  # the ``transforms`` callbacks of its options (the mocks never run them)
+    engine_urn: str = ""  # the URN the engine would give it (``preview.urns``), not the mock's
+    aliases: tuple[str, ...] = ()  # the old URNs it answers to, resolved as the engine resolves them
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
 
     @property
     def parent_name(self) -> str | None:
@@ -190,6 +219,13 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks: Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self._urns: UrnBook | None = None
+
+    def _book(self, mock_urn: str) -> UrnBook:
+        if self._urns is None:  # the stack and project are the mock's (set_mocks), read off its first URN
+            stack, project = mock_urn.removeprefix("urn:pulumi:").split("::")[:2]
+            self._urns = UrnBook(stack, project)
+        return self._urns
 
     def _transforms(self, resource_type: str, name: str) -> tuple[Any, ...]:
         mocks = self.mocks
@@ -199,6 +235,11 @@ class RecordingMonitor(MockMonitor):
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             wire = json_format.MessageToDict(request.object)
+            plain = unwrap_wire(wire)
+            book = self._book(response.urn)
+            aliases = [AliasSpec.from_wire(json_format.MessageToDict(a)) for a in request.aliases]
+            aliases += [AliasSpec(urn=urn) for urn in request.aliasURNs]
+            engine_urn = book.register(response.urn, request.parent, request.type, request.name, aliases)
             self.registrations.append(
                 Registration(
                     type=request.type,
@@ -206,10 +247,14 @@ class RecordingMonitor(MockMonitor):
                     urn=response.urn,
                     parent_urn=request.parent,
                     custom=bool(request.custom),
-                    inputs=unwrap_wire(wire),
-                    masked_inputs=mask_like(unwrap_wire(wire), mask_wire(wire)),
+                    inputs=plain,
+                    masked_inputs=reveal_connection(request.type, plain, mask_like(plain, mask_wire(wire))),
                     dependencies=list(request.dependencies),
                     transforms=self._transforms(request.type, request.name),
+                    engine_urn=engine_urn,
+                    aliases=book.aliases_of(engine_urn),
+                    replace_on_changes=tuple(request.replaceOnChanges),
+                    delete_before_replace=bool(request.deleteBeforeReplace),
                 )
             )
         return response

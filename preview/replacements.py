@@ -1,17 +1,12 @@
-"""Which input changes make ``pulumi up`` replace a resource instead of updating it, and why.
+"""Which input changes make ``pulumi up`` replace a resource instead of updating it, and how.
 
 The diff engine (``preview.changes``) asks ``replace_reasons`` for every resource present in both
-previews; an empty answer means an in-place update. Two sources of truth:
+previews; an empty answer means an in-place update. Nothing is listed here: the reasons come from
 
-- Yandex node groups: the fields terraform-provider-yandex v0.161 marks ForceNew (``gpu_settings.*``,
-  ``node_taints``, ``scale_policy.auto_scale`` so fixed <-> auto, ``allocation_policy``, the interface's
-  subnets and ``nat``), the same fields whose digest ``components.yandex.naming.cloud_name`` puts in the
-  cloud-side name, so a replacement brings up a new, differently named group first.
-- pulumi-command ``Command`` s: a changed ``triggers`` ("trigger replacements on changes to this
-  input", the ``command`` provider's schema); the host-preparation steps put their script digest there.
-- Kubernetes objects: pulumi-kubernetes' ``forceNew`` table (``provider/pkg/provider/diff.go``): a
-  changed ``metadata.name`` or ``metadata.namespace`` on every kind, and the immutable fields of the
-  kinds listed below.
+- the options the program put on the resource (``replace_on_changes``, ``delete_before_replace``),
+  which the preview's mocks record (``options.json``, ``preview.resource_options``);
+- the provider's own facts, one table per provider in the catalog (``components.catalog.replacements``:
+  pulumi-kubernetes' ``forceNew``, terraform-provider-yandex's ``ForceNew``, pulumi-command's ``triggers``).
 
 Inputs come as the preview writes them (wire format, secrets as ``"[secret]"``): a changed secret
 value cannot be seen, so it is never reported as a replacement reason.
@@ -19,95 +14,144 @@ value cannot be seen, so it is never reported as a replacement reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from components.catalog.names import NODE_GROUP_TYPE
+from components.catalog.replacements import (
+    COMMAND_FORCE_NEW,
+    COMMAND_UPDATE_RUNS_CREATE,
+    KUBERNETES_FORCE_NEW,
+    KUBERNETES_FORCE_NEW_VERSIONS,
+    KUBERNETES_METADATA_FORCE_NEW,
+    KUBERNETES_SAME_NAME_DELETES_FIRST,
+    YANDEX_NODE_GROUP_FORCE_NEW,
+    YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS,
+)
 
-#: ``kubernetes:<group>/<version>:<Kind>`` -> input paths whose change replaces the object
-#: (pulumi-kubernetes ``forceNew``; ``metadata.name``/``metadata.namespace`` apply to every kind).
-KUBERNETES_FORCE_NEW: Mapping[str, tuple[str, ...]] = {
-    "core/v1:ConfigMap": ("binaryData", "data"),
-    "core/v1:Secret": ("type", "stringData", "data"),
-    "core/v1:Service": ("spec.clusterIP", "spec.type"),
-    "core/v1:PersistentVolumeClaim": ("spec",),
-    "core/v1:ResourceQuota": ("spec.scopes",),
-    "batch/v1:Job": ("spec.selector", "spec.template"),
-    "apps/v1:Deployment": ("spec.selector",),
-    "apps/v1:StatefulSet": (
-        "spec.podManagementPolicy",
-        "spec.revisionHistoryLimit",
-        "spec.selector",
-        "spec.serviceName",
-        "spec.volumeClaimTemplates",
-    ),
-    "policy/v1:PodDisruptionBudget": ("spec",),
-    "rbac.authorization.k8s.io/v1:RoleBinding": ("roleRef",),
-    "rbac.authorization.k8s.io/v1:ClusterRoleBinding": ("roleRef",),
-    "storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
-}
-_METADATA_FORCE_NEW = ("metadata.name", "metadata.namespace")
-COMMAND_TYPES = ("command:remote:Command", "command:local:Command")
 _ABSENT = object()
+#: Provider-side components: their children are the objects; the component itself is never replaced.
+_RENDERING = ("kubernetes:helm.sh/", "kubernetes:kustomize/", "kubernetes:yaml/")
 
 
-def node_group_replace_fields(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The replace-triggering fields of a ``KubernetesNodeGroup``'s inputs, by the names the stack uses."""
-    template = inputs.get("instanceTemplate") or {}
-    return {
-        "gpuEnvironment": (template.get("gpuSettings") or {}).get("gpuEnvironment"),
-        "taints": inputs.get("nodeTaints"),
-        "scaleKind": "auto" if "autoScale" in (inputs.get("scalePolicy") or {}) else "fixed",
-        "location": (inputs.get("allocationPolicy") or {}).get("locations"),
-        "subnets": [i.get("subnetIds") for i in template.get("networkInterfaces") or []],
-        "nat": [i.get("nat") for i in template.get("networkInterfaces") or []],
-    }
+@dataclass(frozen=True)
+class ResourceOptions:
+    """The replacement options the program set on one resource (recorded by the mocks)."""
+
+    replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any] | None) -> ResourceOptions:
+        """From one ``options.json`` row (an older preview without the file: no options)."""
+        record = record or {}
+        return cls(
+            tuple(str(p) for p in record.get("replaceOnChanges") or ()),
+            bool(record.get("deleteBeforeReplace")),
+        )
 
 
-def _at(value: Any, path: str) -> Any:
-    for key in path.split("."):
-        if not isinstance(value, Mapping) or key not in value:
-            return _ABSENT
-        value = value[key]
-    return value
+def values_at(value: Any, path: str) -> list[Any]:
+    """Every value at a dotted path; ``name[*]`` (or a ``*`` segment) walks every list item or map value."""
+    found = [value]
+    for segment in path.split("."):
+        every = segment.endswith("[*]") or segment == "*"
+        key = segment.removesuffix("[*]")
+        step: list[Any] = []
+        for item in found:
+            if key != "*":
+                item = item.get(key, _ABSENT) if isinstance(item, Mapping) else _ABSENT
+            if every and isinstance(item, list):
+                step.extend(item)
+            elif every and isinstance(item, Mapping):
+                step.extend(item[k] for k in sorted(item))
+            else:
+                step.append(item)
+        found = step
+    return found
 
 
-def _shown(value: Any) -> str:
-    return "(absent)" if value is _ABSENT else repr(value)
+def _shown(values: list[Any]) -> str:
+    if len(values) != 1:
+        return repr([None if v is _ABSENT else v for v in values])
+    return "(absent)" if values[0] is _ABSENT else repr(values[0])
 
 
-def _kubernetes_paths(resource_type: str) -> tuple[str, ...] | None:
-    if not resource_type.startswith("kubernetes:") or resource_type.startswith(
-        ("kubernetes:helm.sh/", "kubernetes:kustomize/", "kubernetes:yaml/")
-    ):
-        return None
-    return _METADATA_FORCE_NEW + KUBERNETES_FORCE_NEW.get(resource_type.removeprefix("kubernetes:"), ())
+def _reason(name: str, before: list[Any], after: list[Any]) -> str:
+    scalar = all(not isinstance(v, Mapping | list) for v in [*before, *after])
+    if scalar and len(before) <= 1 and len(after) <= 1:
+        return f"{name} {_shown(before)} -> {_shown(after)}"
+    return f"{name} changed (forces a replacement)"
 
 
-def replace_reasons(resource_type: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """``["gpuEnvironment 'runc_drivers_cuda' -> 'runc'", ...]``: why the change replaces; [] for an update."""
-    if resource_type == NODE_GROUP_TYPE:
-        before, after = node_group_replace_fields(old), node_group_replace_fields(new)
-        reasons = [f"{key} {before[key]!r} -> {after[key]!r}" for key in before if before[key] != after[key]]
-        if not reasons and old.get("name") != new.get("name"):
-            reasons.append(f"name {old.get('name')!r} -> {new.get('name')!r}")
-        return reasons
-    paths = ("triggers",) if resource_type in COMMAND_TYPES else _kubernetes_paths(resource_type)
-    if paths is None:
-        return []
+def _changed_paths(
+    paths: Sequence[str], old: Mapping[str, Any], new: Mapping[str, Any], names: Mapping[str, str]
+) -> list[str]:
     reasons = []
     for path in paths:
-        before, after = _at(old, path), _at(new, path)
+        before, after = values_at(old, path), values_at(new, path)
         if before != after:
-            if isinstance(before, Mapping | list) or isinstance(after, Mapping | list):
-                reasons.append(f"{path} changed (forces a replacement)")
-            else:
-                reasons.append(f"{path} {_shown(before)} -> {_shown(after)}")
+            reasons.append(_reason(names.get(path, path), before, after))
     return reasons
 
 
-def replace_note(resource_type: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """How the replacement happens, where we know it (a node group: create-before-delete by cloud name)."""
+def kubernetes_paths(resource_type: str, version_kind: tuple[str, str, str] | None = None) -> tuple[str, ...] | None:
+    """pulumi-kubernetes' replace-forcing paths of a type token; None for a type that is not an object."""
+    if not resource_type.startswith("kubernetes:") or resource_type.startswith(_RENDERING):
+        return None
+    group, version, kind = version_kind or _group_version_kind(resource_type)
+    key = f"{group}/{kind}"
+    versions = KUBERNETES_FORCE_NEW_VERSIONS.get(key)
+    own = KUBERNETES_FORCE_NEW.get(key, ()) if versions is None or version in versions else ()
+    return KUBERNETES_METADATA_FORCE_NEW + own
+
+
+def _group_version_kind(resource_type: str) -> tuple[str, str, str]:
+    """``kubernetes:apps/v1:Deployment`` -> (``apps``, ``v1``, ``Deployment``); the core group is ``core``."""
+    _, group_version, kind = [*resource_type.split(":", 2), "", ""][:3]
+    group, _, version = group_version.rpartition("/")
+    return group or "core", version, kind
+
+
+def _node_group_reasons(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    reasons = _changed_paths(list(YANDEX_NODE_GROUP_FORCE_NEW), old, new, YANDEX_NODE_GROUP_FORCE_NEW)
+    for path, name in YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS.items():
+        had = values_at(old, path) != [_ABSENT]
+        has = values_at(new, path) != [_ABSENT]
+        if had != has:
+            if name == "scaleKind":
+                reasons.append(f"scaleKind {'auto' if had else 'fixed'!r} -> {'auto' if has else 'fixed'!r}")
+            else:
+                reasons.append(f"{name} {'added' if has else 'removed'} (forces a replacement)")
+    return reasons
+
+
+def replace_reasons(
+    resource_type: str, old: Mapping[str, Any], new: Mapping[str, Any], options: ResourceOptions | None = None
+) -> list[str]:
+    """``["gpuEnvironment 'runc_drivers_cuda' -> 'runc'", ...]``: why the change replaces; [] for an update."""
+    options = options or ResourceOptions()
+    if resource_type == NODE_GROUP_TYPE:
+        reasons = _node_group_reasons(old, new)
+    elif resource_type in COMMAND_FORCE_NEW:
+        reasons = _changed_paths(COMMAND_FORCE_NEW[resource_type], old, new, {})
+    else:
+        reasons = _changed_paths(kubernetes_paths(resource_type) or (), old, new, {})
+    own = _changed_paths(options.replace_on_changes, old, new, {})
+    reasons += [f"{reason} (the program's replace_on_changes)" for reason in own if reason not in reasons]
+    return reasons
+
+
+def replace_note(
+    resource_type: str, old: Mapping[str, Any], new: Mapping[str, Any], options: ResourceOptions | None = None
+) -> str:
+    """How the replacement happens: which one exists first, and for how long neither does."""
+    if options is not None and options.delete_before_replace:
+        return (
+            "delete-before-replace (the program's delete_before_replace): pulumi up deletes the old one first, "
+            "then creates the new one; nothing runs in between."
+        )
     if resource_type == NODE_GROUP_TYPE and old.get("name") != new.get("name"):
         return (
             f"pulumi up creates {new.get('name')} first and deletes {old.get('name')} once it is ready "
@@ -115,4 +159,22 @@ def replace_note(resource_type: str, old: Mapping[str, Any], new: Mapping[str, A
         )
     if resource_type == NODE_GROUP_TYPE:
         return "the cloud-side name did not change, so the new group cannot be created first (delete-before-create)."
+    if KUBERNETES_SAME_NAME_DELETES_FIRST and kubernetes_paths(resource_type) is not None:
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        same = (old_meta.get("name"), old_meta.get("namespace")) == (new_meta.get("name"), new_meta.get("namespace"))
+        if same and new_meta.get("name"):
+            return (
+                "pulumi-kubernetes deletes the object first, then creates it under the same name: "
+                "it does not exist in between."
+            )
+    return ""
+
+
+def update_note(resource_type: str, new: Mapping[str, Any]) -> str:
+    """What an in-place update does beyond writing the new inputs ('' when nothing more)."""
+    if COMMAND_UPDATE_RUNS_CREATE and resource_type in COMMAND_FORCE_NEW and not new.get("update"):
+        connection = new.get("connection")
+        host = connection.get("host") if isinstance(connection, Mapping) else None
+        where = f" on {host}" if isinstance(host, str) and host != "[secret]" else ""
+        return f"pulumi up runs its create command again{where} (it has no update command)."
     return ""

@@ -128,28 +128,32 @@ def _pool(pool: PoolChange, profiles: list[str]) -> str:
     )
     if pool.nodes_replaced:
         head += f'<p class="replace" data-nodes-replaced="true">{escape(pool.nodes_replaced)}</p>'
+    if pool.driver_rollout:
+        head += f'<p class="update" data-driver-rollout="true">{escape(pool.driver_rollout)}</p>'
     if changed:
         head += f'<p class="replace">GPUs {gpu_ranges(changed)} re-partitioned; {escape(pool.drain)}</p>'
-    return (
-        head
-        + _phase(pool.before, "before", changed, profiles)
-        + _phase(pool.after, "after", changed, profiles)
-        + "</section>"
-    )
+    drawn = _phase(pool.before, "before", changed, profiles) + _phase(pool.after, "after", changed, profiles)
+    if pool.status == "unchanged":  # collapsed: the reader looks for what changes
+        drawn = f"<details><summary>GPUs (unchanged)</summary>{drawn}</details>"
+    return head + drawn + "</section>"
 
 
 def _resource_row(change: ResourceChange) -> str:
     details = []
     if change.reasons:
         details.append("<b>replaced because:</b> " + "; ".join(f"<code>{escape(r)}</code>" for r in change.reasons))
-        if change.note:
-            details.append(escape(change.note))
+    if change.note:
+        details.append(escape(change.note))
     for item in change.changes[:40]:
         details.append(
             f"<code>{escape(item.path)}</code>: <code>{escape(item.old)}</code> &rarr; <code>{escape(item.new)}</code>"
         )
     if len(change.changes) > 40:
         details.append(f"... and {len(change.changes) - 40} more changed paths (diff.json has them all)")
+    if change.moved_from:
+        details.append(f"moved: its alias pairs it with <code>{escape(change.moved_from)}</code> (updated in place)")
+    if change.body:
+        details.append(f"<details><summary>inputs</summary><pre>{escape(change.body)}</pre></details>")
     return (
         f'<tr data-action="{change.action}"><td class="{change.action}">{change.action}</td>'
         f"<td><code>{escape(change.name)}</code></td><td><code>{escape(change.type)}</code></td>"
@@ -157,8 +161,33 @@ def _resource_row(change: ResourceChange) -> str:
     )
 
 
+def _refused_page(diff: StackDiff) -> str:
+    items = "".join(f"<li>{escape(problem)}</li>" for problem in diff.refused)
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>gpu-platform diff: stack {escape(diff.stack)} refused'
+        f"</title><style>{_CSS}</style></head><body>\n"
+        f'<h1>Stack {escape(diff.stack)}: <span class="verdict-failed">REFUSED</span></h1>\n'
+        f"<p>The working tree's config is refused (against {escape(diff.base)}): pulumi up would stop before "
+        f'creating anything, and no preview was made. {len(diff.refused)} problem(s):</p>\n<ul id="refused">{items}</ul>'
+        "\n</body></html>\n"
+    )
+
+
+def _moves(diff: StackDiff) -> list[str]:
+    if not diff.moves:
+        return []
+    items = "".join(f'<li data-move="{escape(m.object)}">{escape(m.describe())}</li>' for m in diff.moves)
+    return [
+        '<h2 id="moves" class="verdict-failed">Same object, new URN, no alias: the review refuses this change</h2>',
+        f"<ul>{items}</ul>",
+    ]
+
+
 def html_report(diff: StackDiff) -> str:
     """The page, as one string."""
+    if diff.refused:
+        return _refused_page(diff)
     counts = diff.counts()
     profiles = sorted(
         {
@@ -182,6 +211,8 @@ def html_report(diff: StackDiff) -> str:
         f'<td class="verdict-{"passed" if verdict.passed else "failed"}">{escape(verdict.describe())}</td></tr></table>',
         '<p class="muted">Offline preview (the real program under mocks). Secret values are masked in both '
         "previews, so a changed secret does not show.</p>",
+        *_moves(diff),
+        *([f'<p class="replace" id="mig-plan">MIG plan: {escape(diff.mig_plan)}</p>'] if diff.mig_plan else []),
         '<h2 id="pools">GPU pools</h2>',
         '<p class="muted">Each GPU is drawn as its memory slices; a MIG instance covers the slices from its start '
         "to its end, where the placer puts it.</p>",
@@ -198,6 +229,21 @@ def html_report(diff: StackDiff) -> str:
         body.append("</table>")
     else:
         body.append("<p>No resource changes.</p>")
+    if diff.rendered:
+        body.append(f'<h2 id="rendered">Rendered objects ({len(diff.rendered)} changed)</h2>')
+        body.append("<table><tr><th>action</th><th>object</th><th>in</th><th>what</th></tr>")
+        for item in diff.rendered:
+            paths = "<br>".join(
+                f"<code>{escape(c.path)}</code>: <code>{escape(c.old)}</code> &rarr; <code>{escape(c.new)}</code>"
+                for c in item.changes[:40]
+            )
+            roll = '<b class="replace">pods restart</b><br>' if item.rolls else ""
+            body.append(
+                f'<tr data-rendered="{item.action}"><td class="{item.action}">{item.action}</td>'
+                f"<td><code>{escape(item.kind)} {escape(item.name)}</code></td><td>{escape(item.origin)}</td>"
+                f"<td>{roll}{paths}</td></tr>"
+            )
+        body.append("</table>")
     body.append(f'<h2 id="outputs">Stack outputs ({len(diff.outputs)} changed)</h2>')
     if diff.outputs:
         body.append("<table><tr><th>path</th><th>before</th><th>after</th></tr>")

@@ -9,11 +9,14 @@ characters: past ``MAX_CHARS`` the details are cut and the report says where the
 
 from __future__ import annotations
 
+import re
+
 from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Change, ResourceChange, StackDiff
-from preview.summary import finding_groups, gpu_ranges
+from preview.summary import finding_groups, gpu_ranges, rendered_counts
 
 MARKER = "<!-- gpu-platform-diff:{stack} -->"
 MAX_CHARS = 60_000
+MAX_BODY_LINES = 120  # lines of a created resource's inputs shown in the comment (diff.json has them all)
 
 
 def _cell(text: str) -> str:
@@ -38,14 +41,49 @@ def _change_rows(changes: tuple[Change, ...] | list[Change]) -> list[str]:
     return rows
 
 
+def _fenced(text: str, language: str) -> list[str]:
+    """A code block the text cannot close early: its fence is longer than any run of backticks in the text."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{language}", *text.rstrip("\n").split("\n"), fence]
+
+
+def _open_fence(text: str) -> str:
+    """The fence of the code block ``text`` ends inside ('' when it ends outside every block)."""
+    fence = ""
+    for line in text.split("\n"):
+        run = re.match(r"`{3,}", line)
+        if run is None:
+            continue
+        if not fence:
+            fence = run.group(0)
+        elif line.strip() == fence:
+            fence = ""
+    return fence
+
+
+def _body(change: ResourceChange) -> list[str]:
+    lines = change.body.rstrip("\n").split("\n")
+    cut = len(lines) > MAX_BODY_LINES
+    text = "\n".join(lines[:MAX_BODY_LINES])
+    more = [f"*... {len(lines) - MAX_BODY_LINES} more lines in diff.json*"] if cut else []
+    return ["", *_details(f"inputs ({len(lines)} lines)", [*_fenced(text, "yaml"), *more])]
+
+
 def _resource_section(diff: StackDiff) -> list[str]:
     body: list[str] = []
     for change in diff.resources:
         body.append(f"#### {change.action}: {_code(change.name)} ({_code(change.type)})")
+        if change.moved_from:
+            body.append(f"Moved: its alias pairs it with {_code(change.moved_from)}, so pulumi up updates it in place.")
         if change.reasons:
             body.append(f"Replaced because: {'; '.join(_code(r) for r in change.reasons)}. {change.note}".rstrip())
+        elif change.note:
+            body.append(_cell(change.note))
         if change.changes:
             body += ["", *_change_rows(change.changes)]
+        if change.body:
+            body += _body(change)
         body.append("")
     return body
 
@@ -73,25 +111,79 @@ def _summary_table(diff: StackDiff) -> list[str]:
         ", ".join(_code(name) for name in names) + f": {_code(before)} -> {_code(after)}"
         for names, before, after in diff.driver_groups()
     )
+    drivers = "; ".join(
+        [drivers] * bool(drivers) + [f"{_code(p.name)}: {_cell(p.driver_rollout)}" for p in diff.driver_rollouts]
+    )
     verdict = diff.verdict_after.describe()
     if diff.verdict_before and diff.verdict_before != diff.verdict_after:
         verdict += f" (was {diff.verdict_before.describe()})"
+    moves = (
+        [f"| **same object, new URN, no alias: FAILED** ({len(diff.moves)}) | {_names_of_moves(diff)} |"]
+        if diff.moves
+        else []
+    )
+    plan = [f"| MIG plan to commit | {_cell(diff.mig_plan)} |"] if diff.mig_plan else []
+    rendered = (
+        [f"| rendered objects | {'; '.join(_cell(line) for line in rendered_counts(diff))} |"] if diff.rendered else []
+    )
+    rolls = "; ".join(f"{_code(c.kind + ' ' + c.name)} ({_cell(c.origin)})" for c in diff.rollouts)
+    rendered += [f"| pods restarted (pod template changed) | {rolls} |"] if rolls else []
     return [
         "| | |",
         "| --- | --- |",
         f"| replaced ({counts[REPLACE]}) | {replaced or 'none'} |",
         f"| deleted ({counts[DELETE]}) | {_names(diff.of(DELETE))} |",
         f"| created ({counts[CREATE]}) | {_names(diff.of(CREATE))} |",
+        f"| updated ({counts[UPDATE]}) | {_names(diff.of(UPDATE))} |",
         f"| GPUs re-partitioned | {gpus or 'none'} |",
         f"| nodes drained for MIG | {', '.join(_code(p.name) for p in diff.drained) or 'none'} |",
         f"| GPU nodes replaced | {'; '.join(f'{_code(p.name)}: {_cell(p.nodes_replaced)}' for p in diff.pools if p.nodes_replaced) or 'none'} |",
         f"| driver | {drivers or 'unchanged'} |",
         f"| policy gate | {verdict}; {len(diff.appeared)} finding(s) new, {len(diff.disappeared)} gone |",
+        *rendered,
+        *moves,
+        *plan,
     ]
+
+
+def _rendered_section(diff: StackDiff) -> list[str]:
+    body: list[str] = []
+    for change in diff.rendered:
+        roll = " (pods restart)" if change.rolls else ""
+        body.append(f"- {change.action}: {_code(change.kind + ' ' + change.name)} in {_code(change.origin)}{roll}")
+    for change in diff.rendered:
+        if change.changes:
+            body += [
+                "",
+                f"{_code(change.kind + ' ' + change.name)} ({_cell(change.origin)}):",
+                "",
+                *_change_rows(change.changes),
+            ]
+    return body
+
+
+def _names_of_moves(diff: StackDiff) -> str:
+    return "; ".join(f"{_code(m.object)}: {_code(m.old_name)} -> {_code(m.new_name)}" for m in diff.moves)
+
+
+def refused_report(diff: StackDiff) -> str:
+    """The comment of a stack whose working-tree config is refused: every problem, nothing else."""
+    lines = [
+        MARKER.format(stack=diff.stack),
+        f"### Stack `{diff.stack}`: REFUSED, {len(diff.refused)} problem(s)",
+        "",
+        f"The working tree's config is refused (against {_code(diff.base)}): `pulumi up` would stop before creating "
+        "anything, and no preview was made. Every problem:",
+        "",
+        *(f"- {_cell(problem)}" for problem in diff.refused),
+    ]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def markdown_report(diff: StackDiff, full_report: str = "") -> str:
     """The comment text (``full_report``: where the whole report is, named when the text is cut)."""
+    if diff.refused:
+        return refused_report(diff)
     counts = diff.counts()
     lines = [
         MARKER.format(stack=diff.stack),
@@ -104,10 +196,16 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
         *_summary_table(diff),
         "",
     ]
+    if diff.moves:
+        lines += ["**The review refuses this change**: these resources get a new URN but manage the same object:", ""]
+        lines += [f"- {_cell(m.describe())}" for m in diff.moves]
+        lines.append("")
     if diff.empty:
         lines += ["No change.", ""]
     if diff.resources:
         lines += _details(f"Resources ({len(diff.resources)} changed)", _resource_section(diff))
+    if diff.rendered:
+        lines += _details(f"Rendered objects ({len(diff.rendered)} changed)", _rendered_section(diff))
     if diff.repartitioned:
         lines += _details(
             f"MIG: {sum(len(p.repartitioned) for p in diff.repartitioned)} GPU(s) re-partitioned", _pool_section(diff)
@@ -125,7 +223,9 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
     if len(text) > MAX_CHARS:
         where = f" The whole report: {full_report}." if full_report else ""
         cut = text[:MAX_CHARS].rsplit("\n", 1)[0]
-        if cut.count("\n```") % 2:  # inside a code block: close it
-            cut += "\n```"
-        text = cut + f"\n\n</details>\n\n*Cut at {MAX_CHARS} characters.{where}*\n"
+        fence = _open_fence(cut)
+        if fence:  # inside a code block: close it with its own fence
+            cut += "\n" + fence
+        still_open = max(1, cut.count("<details>") - cut.count("</details>"))
+        text = cut + "\n\n" + "</details>\n" * still_open + f"\n*Cut at {MAX_CHARS} characters.{where}*\n"
     return text

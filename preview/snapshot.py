@@ -26,7 +26,11 @@ from components.catalog.mig.placement import PlacedInstance, place
 from components.catalog.mig.profiles import is_mig_capable, mig_gpu
 from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
 from components.catalog.names import MIG_ALL_DISABLED as MIG_DISABLED
+from components.catalog.names import PROJECT
 from preview.output_folder import REPORT_NAME
+from preview.replacements import ResourceOptions
+from preview.resource_options import OPTIONS_FILE
+from preview.urns import urns_from_parents
 
 DEFAULT_MEMORY_SLICES = 8
 
@@ -70,6 +74,25 @@ class Snapshot:
     resources: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     findings: list[dict[str, str]] = field(default_factory=list)
+    options: list[dict[str, Any]] = field(default_factory=list)  # ``options.json``, row by row; [] in older previews
+
+    def urns(self) -> list[str]:
+        """Each resource's engine URN, in ``resources`` order (reconstructed from parents where not recorded)."""
+        if len(self.options) == len(self.resources) and all(row.get("urn") for row in self.options):
+            return [str(row["urn"]) for row in self.options]
+        return urns_from_parents(self.resources, self.stack, PROJECT)
+
+    def aliases(self) -> list[tuple[str, ...]]:
+        """Each resource's aliases (old URNs it answers to), in ``resources`` order; none where not recorded."""
+        if len(self.options) != len(self.resources):
+            return [() for _ in self.resources]
+        return [tuple(str(a) for a in row.get("aliases") or ()) for row in self.options]
+
+    def resource_options(self) -> list[ResourceOptions]:
+        """Each resource's replacement options, in ``resources`` order (none where not recorded)."""
+        if len(self.options) != len(self.resources):
+            return [ResourceOptions() for _ in self.resources]
+        return [ResourceOptions.from_json(row) for row in self.options]
 
     def mig_configs(self) -> dict[str, Any]:
         """``mig-configs`` of every mig-parted file the stack's Helm releases ship (config name -> entries)."""
@@ -178,4 +201,5 @@ def load_snapshot(stack_dir: Path, stack: str | None = None) -> Snapshot:
         resources=json.loads(resources_file.read_text()),
         outputs=_read_json(stack_dir / "outputs.json", {}),
         findings=_read_json(stack_dir / REPORT_NAME, []),
+        options=_read_json(stack_dir / OPTIONS_FILE, []),
     )

@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from preview.changes import CREATE, DELETE, REPLACE, UPDATE, Finding, PoolChange, StackDiff
+from preview.changes import (
+    CREATE,
+    DELETE,
+    REPLACE,
+    UPDATE,
+    Finding,
+    PoolChange,
+    RenderedChange,
+    ResourceChange,
+    StackDiff,
+)
+
+MAX_PATHS = 4  # changed input paths named per updated resource on the console
 
 
 def gpu_ranges(indices: Iterable[int]) -> str:
@@ -54,8 +66,47 @@ def finding_groups(findings: Iterable[Finding]) -> list[str]:
     return lines
 
 
+def refused_lines(diff: StackDiff) -> list[str]:
+    """A refused stack: nothing is previewed, every problem is listed."""
+    return [
+        f"Stack {diff.stack}: REFUSED, pulumi up would stop before creating anything; "
+        f"{len(diff.refused)} problem(s) in the working tree's config (against {diff.base}):",
+        *(f"  {problem}" for problem in diff.refused),
+    ]
+
+
+def update_line(change: ResourceChange) -> str:
+    """``UPDATE name (type): path, path, ... and N more``: which inputs an in-place update changes."""
+    paths = [c.path for c in change.changes]
+    shown = ", ".join(paths[:MAX_PATHS]) + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else "")
+    moved = " (moved, paired by its alias)" if change.moved_from else ""
+    note = f". {change.note}" if change.note else ""
+    return f"UPDATE {change.name} ({change.type}){moved}: {shown}{note}"
+
+
+def rendered_counts(diff: StackDiff) -> list[str]:
+    """``kubeflow-platform: 1 created, 2 changed, 1 deleted``: rendered objects per release or Directory."""
+    lines = []
+    for origin in sorted({c.origin for c in diff.rendered}):
+        items = [c for c in diff.rendered if c.origin == origin]
+        counts = {action: sum(1 for c in items if c.action == action) for action in (CREATE, UPDATE, DELETE)}
+        lines.append(
+            f"{origin}: {counts[CREATE]} created, {counts[UPDATE]} changed, {counts[DELETE]} deleted (rendered objects)"
+        )
+    return lines
+
+
+def rollout_line(change: RenderedChange) -> str:
+    """``Deployment kubeflow/jupyter-web-app-deployment (kubeflow-platform): pods restart; spec.template...``."""
+    paths = [c.path for c in change.changes if c.path.startswith("spec.template")]
+    shown = ", ".join(paths[:MAX_PATHS]) + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else "")
+    return f"{change.kind} {change.name} ({change.origin}): pod template changed, its pods restart ({shown})"
+
+
 def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> list[str]:
     """The summary of one stack's diff (``findings``: the head's findings, grouped; default: the diff's changes)."""
+    if diff.refused:
+        return refused_lines(diff)
     counts = diff.counts()
     lines = [
         f"Stack {diff.stack}: {diff.resources_after} resources; against {diff.base}: "
@@ -65,12 +116,23 @@ def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> lis
     for change in diff.of(REPLACE):
         note = f". {change.note}" if change.note else ""
         lines.append(f"  REPLACE {change.name} ({change.type}): {'; '.join(change.reasons)}{note}")
+    for change in diff.of(UPDATE):
+        lines.append(f"  {update_line(change)}")
     for change in diff.of(DELETE):
         lines.append(f"  DELETE {change.name} ({change.type})")
+    for finding in diff.mandatory_findings:
+        lines.append(f"  [mandatory] same object, new URN, no alias: {finding}")
     for pool in diff.repartitioned:
         lines.append(f"  MIG {repartition_line(pool)}")
     for pools, before, after in diff.driver_groups():
         lines.append(f"  DRIVER {', '.join(pools)}: {before} -> {after}")
+    for pool in diff.driver_rollouts:
+        lines.append(f"  DRIVER {pool.name}: {pool.driver_rollout}")
+    if diff.mig_plan:
+        lines.append(f"  MIG PLAN {diff.mig_plan}")
+    lines += [f"  RENDERED {line}" for line in rendered_counts(diff)]
+    for rollout in diff.rollouts:
+        lines.append(f"  ROLLS {rollout_line(rollout)}")
     if diff.appeared or diff.disappeared:
         lines.append(f"  policy findings: {len(diff.appeared)} new, {len(diff.disappeared)} gone")
         lines += [f"    + {line}" for line in finding_groups(diff.appeared)]
@@ -83,4 +145,8 @@ def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> lis
         else ""
     )
     lines.append(f"policy gate {diff.verdict_after.describe()}{before}")
+    if diff.mandatory_findings:
+        lines.append(
+            f"review gate FAILED: {len(diff.mandatory_findings)} object(s) deleted and created under a new URN"
+        )
     return lines

@@ -31,6 +31,8 @@ HOST_DRIVER_REMOVAL_ENABLED: Final = "enabled"
 DRIVER_GROUP_LABEL: Final = f"{PREFIX}driver"
 
 # Server-side apply field managers of the patches the program owns.
+#: The Pulumi project name (``Pulumi.yaml``): config keys are ``gpu-platform:<key>``, URNs carry it.
+PROJECT: Final = "gpu-platform"
 FIELD_MANAGER: Final = "gpu-platform"
 MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes
 

@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.base.aliases import moved_between_steps
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import GPU_DRIVERS_TYPE
 
@@ -54,6 +55,8 @@ class GpuDrivers(pulumi.ComponentResource):
                     # The CRD refuses in-place changes of these (CEL self == oldSelf); a new object is needed.
                     replace_on_changes=[f"spec.{key}" for key in crd.IMMUTABLE_SPEC_FIELDS],
                     delete_before_replace=True,  # the name is fixed, and two objects must not select one node
+                    # The same object when its pool becomes the canary or stops being it (components.base.aliases).
+                    aliases=moved_between_steps(name, GPU_DRIVERS_TYPE, group, opts.parent if opts else None),
                     custom_timeouts=pulumi.CustomTimeouts(
                         create=f"{args.timeout_seconds}s", update=f"{args.timeout_seconds}s"
                     ),

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.base.aliases import moved_between_steps
 from components.base.kubernetes_args import toleration_args
+from components.catalog.names import GPU_SMOKE_TEST_TYPE
 from components.catalog.nvidia_driver import driver_check_script
 from components.smoke_test.config import SmokeTestConfig
 from components.smoke_test.targets import SmokeTarget
@@ -40,7 +42,7 @@ class GpuSmokeTest(pulumi.ComponentResource):
     jobs: dict[str, k8s.batch.v1.Job]
 
     def __init__(self, name: str, args: SmokeTestArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:gpu:GpuSmokeTest", name, None, opts)
+        super().__init__(GPU_SMOKE_TEST_TYPE, name, None, opts)
         config = args.config
         self.jobs = {}
         for target in args.targets:
@@ -79,6 +81,10 @@ class GpuSmokeTest(pulumi.ComponentResource):
                     provider=args.provider,
                     depends_on=[*args.depends_on, *args.pool_prerequisites.get(target.pool, [])],
                     delete_before_replace=True,  # the Job name is fixed; Jobs are immutable
+                    # The same Job when its pool becomes the canary or stops being it (components.base.aliases).
+                    aliases=moved_between_steps(
+                        name, GPU_SMOKE_TEST_TYPE, target.job_name, opts.parent if opts else None
+                    ),
                     custom_timeouts=pulumi.CustomTimeouts(
                         create=f"{config.timeout_seconds}s", update=f"{config.timeout_seconds}s"
                     ),

@@ -19,6 +19,7 @@ from components.base.config_model import ConfigModel, problems_from_validation_e
 from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.catalog.kubernetes import KUBELET_MAX_SKEW
+from components.catalog.names import PROJECT as PROJECT  # re-exported: the stack's readers import it here
 from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
 from components.kubeflow.config import KubeflowConfig
@@ -27,8 +28,6 @@ from components.node_agent.config import NodeAgentConfig, kubernetes_problems
 from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
-
-PROJECT = "gpu-platform"
 
 
 class EnvironmentConfig(ConfigModel):

@@ -125,13 +125,13 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
             NodeAgentArgs(
                 config=stack.node_agent,
                 pool_budgets=pool_budgets(stack.node_agent, agent_pools, keys),
+                # The counts too: the controller proves a MIG change by the node's allocatable.
                 mig_resources={
-                    pool.name: sorted(plan.mig.resources_per_node(pool))
-                    for pool in agent_pools
-                    if pool.name in plan.mig.pools
+                    pool.name: plan.mig.resources_per_node(pool) for pool in agent_pools if pool.name in plan.mig.pools
                 },
                 provider=provider,
                 depends_on=platform.gpu_operator.ready,
+                operator_namespace=stack.gpu_operator.namespace,
             ),
         )
     if platform.gpu_operator is not None:

@@ -1,8 +1,12 @@
 """Names of a Yandex node group that follow from its config: the cloud-side name and the node labels.
 
-Changing ``gpuEnvironment`` (and, on this provider version, the taints, the scale kind or the
-location) replaces the node group. Two groups cannot share a cloud-side name, so the name carries a
-short digest of exactly those fields: a replacement brings up a new, differently named group first.
+A change of a field terraform-provider-yandex marks ForceNew (``components.catalog.replacements``, the
+table the review reads too: ``gpuEnvironment``, the taints, fixed <-> auto scale) replaces the node
+group. Pulumi replaces create-before-delete, but two groups cannot share a cloud-side name, so the
+name carries a short digest of those fields: a replacement brings up a new, differently named group
+first. The digest also covers the location and NAT, which the provider changes in place (v0.161.0):
+they were in it when the names were first given, and dropping them would rename every group; a change
+of them renames the group in place.
 No SDK import here: the stack plan and the outputs use these without loading the Yandex SDK.
 """
 
@@ -20,20 +24,26 @@ from components.catalog.names import (
 )
 from components.yandex.config import NodeGroupConfig
 
+#: The config-controlled fields among the provider's ForceNew ones, by the names the catalog's table
+#: (``components.catalog.replacements``) gives them; tests/diff/test_truth.py holds the two together.
+FORCE_NEW_FIELDS = ("gpuEnvironment", "taints", "scaleKind")
+#: In the digest although they change in place (see the module docstring): kept so existing names stay.
+IN_PLACE_FIELDS_IN_NAME = ("location", "nat")
+
 
 def replacement_fields(group: NodeGroupConfig) -> dict[str, object]:
-    """The values of the fields whose change replaces the group, as a plain dict (shown in the outputs).
+    """The values of the fields in the cloud name's digest, as a plain dict (shown in the outputs).
 
-    terraform-provider-yandex v0.161 marks ForceNew: gpu_settings.*, node_taints,
-    scale_policy.auto_scale (so fixed <-> auto), allocation_policy and the interface's nat.
+    ``FORCE_NEW_FIELDS`` (whose change replaces the group) and ``IN_PLACE_FIELDS_IN_NAME``.
     """
-    return {
+    values: dict[str, object] = {
         "gpuEnvironment": group.gpu_environment,
         "taints": list(group.taints),
         "scaleKind": "auto" if group.scale.auto else "fixed",
         "location": {"zone": group.location.zone, "subnetId": group.location.subnet_id},
         "nat": group.nat,
     }
+    return {key: values[key] for key in (*FORCE_NEW_FIELDS, *IN_PLACE_FIELDS_IN_NAME)}
 
 
 def replacement_key(group: NodeGroupConfig) -> str:

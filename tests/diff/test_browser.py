@@ -34,7 +34,8 @@ window.addEventListener("load", () => {{
     const box = item.getBoundingClientRect();
     const gpu = item.closest("[data-gpu]");
     boxes.push({{
-      pool: item.closest("section.pool").dataset.pool, phase: item.closest("[data-phase]").dataset.phase,
+      pool: item.closest("section.pool").dataset.pool, status: item.closest("section.pool").dataset.status,
+      phase: item.closest("[data-phase]").dataset.phase,
       gpu: Number(gpu.dataset.gpu), profile: item.dataset.profile, start: Number(item.dataset.start),
       slices: Number(item.dataset.slices), left: box.left - gpu.querySelector("svg").getBoundingClientRect().left,
       width: box.width, visible: box.width > 0 && box.height > 0,
@@ -108,7 +109,8 @@ def test_the_browser_draws_the_repartitioned_gpus_where_the_plan_puts_them(revie
     for start, _, slices, left, width in after:  # each box starts at its memory slice and spans its slices
         assert abs(left - (1 + start * slice_width + 1)) <= 1.5
         assert abs(width - (slices * slice_width - 2)) <= 1.5
-    assert all(b["visible"] for b in laid_out["boxes"])
+    assert all(b["visible"] for b in laid_out["boxes"] if b["status"] != "unchanged")
+    assert not any(b["visible"] for b in laid_out["boxes"] if b["status"] == "unchanged"), "collapsed"
 
 
 def test_the_browser_shows_the_replacement_and_every_deletion(reviewed: Reviewed, tmp_path: Path) -> None:
