@@ -220,36 +220,36 @@ class NodeAgent(pulumi.ComponentResource):
         self, name: str, role: str, account: str, ns: str, rules: tuple[PolicyRule, ...], opts: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         full = f"gpu-platform-{account}"
-        cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-{role}-cluster-role",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=full, labels=EXECUTOR_LABEL),
-            rules=_rules(rules),
-            opts=opts,
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-{role}-cluster-role-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=full, labels=EXECUTOR_LABEL),
-            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=full),
-            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=account, namespace=ns)],
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[cluster_role])),
-        )
-        return [cluster_role, binding]
+        metadata = k8s.meta.v1.ObjectMetaArgs(name=full, labels=EXECUTOR_LABEL)
+        return self._grant(f"{name}-{role}-cluster-role", "ClusterRole", full, metadata, account, ns, rules, opts)
 
     def _role(
         self, name: str, role: str, role_ns: str, ns: str, rules: tuple[PolicyRule, ...], opts: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         role_name = f"{CONTROLLER}-{role}"
-        created = k8s.rbac.v1.Role(
-            f"{name}-{role}-role",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=role_name, namespace=role_ns),
-            rules=_rules(rules),
-            opts=opts,
-        )
-        binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-{role}-role-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=role_name, namespace=role_ns),
-            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=role_name),
-            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=CONTROLLER, namespace=ns)],
+        metadata = k8s.meta.v1.ObjectMetaArgs(name=role_name, namespace=role_ns)
+        return self._grant(f"{name}-{role}-role", "Role", role_name, metadata, CONTROLLER, ns, rules, opts)
+
+    @staticmethod
+    def _grant(
+        resource_name: str,
+        kind: str,
+        object_name: str,
+        metadata: k8s.meta.v1.ObjectMetaArgs,
+        account: str,
+        ns: str,
+        rules: tuple[PolicyRule, ...],
+        opts: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        """A Role or ClusterRole with ``rules`` and its binding to ``account``; the binding waits for the role."""
+        role_type = k8s.rbac.v1.ClusterRole if kind == "ClusterRole" else k8s.rbac.v1.Role
+        binding_type = k8s.rbac.v1.ClusterRoleBinding if kind == "ClusterRole" else k8s.rbac.v1.RoleBinding
+        created = role_type(resource_name, metadata=metadata, rules=_rules(rules), opts=opts)
+        binding = binding_type(
+            f"{resource_name}-binding",
+            metadata=metadata,
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind=kind, name=object_name),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=account, namespace=ns)],
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[created])),
         )
         return [created, binding]

@@ -362,24 +362,22 @@ def _evict(view: NodeView, ctx: Context) -> list[Action]:
     ]
 
 
+def _waiting(view: NodeView, record: Record, state: State, detail: str, reason: str | None) -> list[Action]:
+    """Say once, on the node, what it waits for (state, reason, detail); nothing while it already says so."""
+    if view.labels.get(REASON_LABEL) == reason:
+        return []
+    return [_move(view, record, state, detail, reason=reason, keep_request=True)]
+
+
 def _gpu_pod_names(view: NodeView) -> str:
     return ", ".join(f"{pod['metadata'].get('namespace', '')}/{objects.name(pod)}" for pod in view.gpu_pods[:5])
 
 
 def _hold_for_pods(view: NodeView, record: Record, ctx: Context, reason: Reason) -> list[Action]:
     """A GPU pod is on a touched node: evict it and wait; no host or MIG step under it."""
-    actions: list[Action] = []
-    if view.labels.get(REASON_LABEL) != reason:
-        actions.append(
-            _move(
-                view,
-                record,
-                State(view.state),
-                f"GPU pods on the node ({_gpu_pod_names(view)}): evicting first",
-                reason=reason,
-                keep_request=True,
-            )
-        )
+    detail = f"GPU pods on the node ({_gpu_pod_names(view)}): evicting first"
+    actions = _waiting(view, record, State(view.state), detail, reason)
+    if actions:  # said once, with an Event for the person watching
         actions.append(_event(view, "GpuPodOnNode", f"GPU pods on {view.name} during {view.state}: evicting", True))
     return actions + _evict(view, ctx)
 
@@ -433,10 +431,7 @@ def _evicting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[
     elif view.eviction_blocked:
         reason = Reason.EVICTION_BLOCKED
         detail = f"an eviction was refused (a PodDisruptionBudget): {_gpu_pod_names(view)}"
-    actions: list[Action] = []
-    if view.labels.get(REASON_LABEL) != reason:
-        actions.append(_move(view, record, State.EVICTING, detail, reason=reason, keep_request=True))
-    return actions + _evict(view, ctx)
+    return _waiting(view, record, State.EVICTING, detail, reason) + _evict(view, ctx)
 
 
 def _first_touch(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
@@ -547,17 +542,11 @@ def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list
             ctx,
         )
     if report is not None and report.get("reason") == Reason.REBOOT_PENDING:
-        if view.labels.get(REASON_LABEL) != Reason.REBOOT_PENDING:
-            return [
-                _move(
-                    view,
-                    record,
-                    State.REBOOTING,
-                    "waiting for a reboot (/run/reboot-required written)",
-                    reason=Reason.REBOOT_PENDING,
-                    keep_request=True,
-                )
-            ]
+        waiting = _waiting(
+            view, record, State.REBOOTING, "waiting for a reboot (/run/reboot-required written)", Reason.REBOOT_PENDING
+        )
+        if waiting:
+            return waiting
         return []
     if _report_timeout(record, ctx.settings.reboot_timeout_seconds, ctx):
         return _fail_touched(view, record, Reason.REBOOT_NOT_PERFORMED, "no new boot id in time", ctx)
@@ -585,18 +574,7 @@ def _handing_over(view: NodeView, record: Record, work: Work, ctx: Context) -> l
         return _finish(view, record, ctx, "the operator's driver pod is Ready on the declared image")
     if ctx.now - record.since > ctx.settings.driver_ready_timeout_seconds:
         return _fail_touched(view, record, Reason.DRIVER_NOT_READY, "no Ready operator driver pod in time", ctx)
-    if view.labels.get(REASON_LABEL) != Reason.DRIVER_PENDING:
-        return [
-            _move(
-                view,
-                record,
-                State.HANDING_OVER,
-                "waiting for the operator's driver pod",
-                reason=Reason.DRIVER_PENDING,
-                keep_request=True,
-            )
-        ]
-    return []
+    return _waiting(view, record, State.HANDING_OVER, "waiting for the operator's driver pod", Reason.DRIVER_PENDING)
 
 
 def _mig_applying(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
@@ -624,18 +602,8 @@ def _mig_applying(view: NodeView, record: Record, work: Work, ctx: Context) -> l
         return [_write_mig(view, record, State.MIG_RECOVERING, MIG_TOGGLE_CONFIG, f"{why}: the one toggle")]
     if view.gpu_pods:
         return _hold_for_pods(view, record, ctx, Reason.MIG_PENDING)
-    if view.labels.get(REASON_LABEL) != Reason.MIG_PENDING:
-        return [
-            _move(
-                view,
-                record,
-                State.MIG_APPLYING,
-                "waiting for mig-manager's answer and the allocatable",
-                reason=Reason.MIG_PENDING,
-                keep_request=True,
-            )
-        ]
-    return []
+    detail = "waiting for mig-manager's answer and the allocatable"
+    return _waiting(view, record, State.MIG_APPLYING, detail, Reason.MIG_PENDING)
 
 
 def _mig_recovering(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
