@@ -47,7 +47,7 @@ upstream: venv  ## the pinned upstream artifacts into .upstream/ (from upstream,
 # property tests draw the same examples on every run (tests/properties.py).
 TEST_WORKERS ?= 2
 test: venv tools promtool chromium upstream  ## the whole test suite, offline (once the upstream artifacts are in place)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 # The property tests with many random examples (HYPOTHESIS_SEED=<n> replays a run); a failure is a finding.
 FUZZ_SEED := $(if $(HYPOTHESIS_SEED),--hypothesis-seed=$(HYPOTHESIS_SEED))
