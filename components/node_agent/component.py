@@ -50,6 +50,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/executor/main.py",
     "components/node_agent/agent/executor/run.py",
     "components/node_agent/agent/kube.py",
+    "components/node_agent/agent/loop.py",
     "components/node_agent/agent/objects.py",
     "components/node_agent/agent/settings.py",
 )

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 
 from components.catalog.node_agent import ENV_NAMESPACE, ENV_POD_NAME
 from components.node_agent.agent.controller.reconcile import Controller
-from components.node_agent.agent.executor.main import install_sigterm
 from components.node_agent.agent.kube import Kube
+from components.node_agent.agent.loop import run_until_stopped
 
 RESYNC_SECONDS = 10.0
 
@@ -24,16 +23,8 @@ def main() -> int:
     if not namespace or not identity:
         print(f"{ENV_NAMESPACE} and {ENV_POD_NAME} must be set (downward API)", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    install_sigterm(stop)
     controller = Controller(Kube.in_cluster(), namespace, identity, time.time)
-    while not stop.is_set():
-        controller.reconcile()
-        for line in controller.log:
-            print(line, file=sys.stderr)
-        controller.log.clear()
-        stop.wait(RESYNC_SECONDS)
-    return 0
+    return run_until_stopped(controller.reconcile, controller.log, RESYNC_SECONDS)
 
 
 if __name__ == "__main__":

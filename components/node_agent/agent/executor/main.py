@@ -7,26 +7,15 @@ restart resumes it), and the loop exits within the pod's grace period.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
 
 from components.catalog.node_agent import ENV_ALLOW_REBOOT, ENV_NODE_NAME, ENV_UNINSTALL_TIMEOUT
 from components.node_agent.agent.executor.host import RealHost
 from components.node_agent.agent.executor.run import Executor
 from components.node_agent.agent.kube import Kube
+from components.node_agent.agent.loop import run_until_stopped
 
 POLL_SECONDS = 5.0
-
-
-def install_sigterm(stop: threading.Event) -> None:
-    """SIGTERM and SIGINT set ``stop``; the loop notices it between passes."""
-
-    def handler(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
 
 
 def main() -> int:
@@ -34,8 +23,6 @@ def main() -> int:
     if not node:
         print(f"{ENV_NODE_NAME} must be set (downward API)", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    install_sigterm(stop)
     executor = Executor(
         Kube.in_cluster(),
         RealHost("/host"),
@@ -43,13 +30,7 @@ def main() -> int:
         allow_reboot=os.environ.get(ENV_ALLOW_REBOOT, "true") == "true",
         uninstall_timeout=float(os.environ.get(ENV_UNINSTALL_TIMEOUT, "900")),
     )
-    while not stop.is_set():
-        executor.once()
-        for line in executor.log:
-            print(line, file=sys.stderr)
-        executor.log.clear()
-        stop.wait(POLL_SECONDS)
-    return 0
+    return run_until_stopped(executor.once, executor.log, POLL_SECONDS)
 
 
 if __name__ == "__main__":
