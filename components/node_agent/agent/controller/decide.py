@@ -465,6 +465,24 @@ def _report_timeout(record: Record, limit: float, ctx: Context) -> bool:
     return ctx.now - record.step_at > limit
 
 
+def _failed_or_lost(
+    view: NodeView,
+    record: Record,
+    report: dict[str, Any] | None,
+    default: Reason,
+    limit: float,
+    step: str,
+    ctx: Context,
+) -> list[Action]:
+    """A host step that failed (its reason, else ``default``) or got no answer within ``limit``: fail, halt."""
+    if report is not None and report.get("outcome") == Outcome.FAILED.value:
+        reason = Reason(report.get("reason") or default)
+        return _fail_touched(view, record, reason, str(report.get("detail", "")), ctx)
+    if _report_timeout(record, limit, ctx):
+        return _fail_touched(view, record, Reason.EXECUTOR_LOST, f"no answer to the {step} request", ctx)
+    return []
+
+
 def _uninstalling(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
     report = answer(view, Step.UNINSTALL)
     settings, now = ctx.settings, ctx.now
@@ -482,12 +500,8 @@ def _uninstalling(view: NodeView, record: Record, work: Work, ctx: Context) -> l
                 reason=Reason.GPU_IN_USE,
             )
         ]
-    if report is not None and report.get("outcome") == Outcome.FAILED.value:
-        reason = report.get("reason") or Reason.UNINSTALL_FAILED
-        return _fail_touched(view, record, Reason(reason), str(report.get("detail", "")), ctx)
-    if _report_timeout(record, settings.uninstall_timeout_seconds + settings.executor_timeout_seconds, ctx):
-        return _fail_touched(view, record, Reason.EXECUTOR_LOST, "no answer to the uninstall request", ctx)
-    return []
+    limit = settings.uninstall_timeout_seconds + settings.executor_timeout_seconds
+    return _failed_or_lost(view, record, report, Reason.UNINSTALL_FAILED, limit, "uninstall", ctx)
 
 
 def _verifying(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
@@ -518,13 +532,8 @@ def _verifying(view: NodeView, record: Record, work: Work, ctx: Context) -> list
                 labels={GPU_DEPLOY_DRIVER_LABEL: "true"},
             )
         ]
-    if report is not None and report.get("outcome") == Outcome.FAILED.value:
-        return _fail_touched(
-            view, record, Reason(report.get("reason") or Reason.HOST_STEP_FAILED), str(report.get("detail", "")), ctx
-        )
-    if _report_timeout(record, ctx.settings.executor_timeout_seconds, ctx):
-        return _fail_touched(view, record, Reason.EXECUTOR_LOST, "no answer to the verify request", ctx)
-    return []
+    limit = ctx.settings.executor_timeout_seconds
+    return _failed_or_lost(view, record, report, Reason.HOST_STEP_FAILED, limit, "verify", ctx)
 
 
 def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
@@ -542,12 +551,8 @@ def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list
             ctx,
         )
     if report is not None and report.get("reason") == Reason.REBOOT_PENDING:
-        waiting = _waiting(
-            view, record, State.REBOOTING, "waiting for a reboot (/run/reboot-required written)", Reason.REBOOT_PENDING
-        )
-        if waiting:
-            return waiting
-        return []
+        detail = "waiting for a reboot (/run/reboot-required written)"
+        return _waiting(view, record, State.REBOOTING, detail, Reason.REBOOT_PENDING)
     if _report_timeout(record, ctx.settings.reboot_timeout_seconds, ctx):
         return _fail_touched(view, record, Reason.REBOOT_NOT_PERFORMED, "no new boot id in time", ctx)
     return []
