@@ -69,6 +69,9 @@ DRIVER_POOLS_ANNOTATION: Final = f"{PREFIX}pools"
 # its source), so the program's bare-metal MIG NodePatch is forced.
 MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
 MIG_ALL_DISABLED: Final = "all-disabled"
+# mig-manager's answer to a MIG label: pending, rebooting, success or failed (mig-parted v0.15.0
+# pkg/mig/reconfigure/reconfigure.go); read by the node agent and the alerts.
+MIG_CONFIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
 
 #: Node labels the program sets itself; a user label with one of these keys would override the platform's.
 OWNED_NODE_LABELS: Final = (
