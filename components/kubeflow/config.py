@@ -22,7 +22,19 @@ from components.catalog.kubeflow.releases import DEFAULT_TAG, unsupported_tag_pr
 from components.catalog.kubeflow.selection import component_selection_problem
 from components.catalog.kubeflow.users import dex_email_problem, dex_username_problem
 from components.catalog.kubeflow.v1_10_2.layout import CERT_MANAGER_NAMESPACE, KUBEFLOW_SYSTEM_NAMESPACES
-from components.catalog.kubernetes import dns_label_problem, email_problem, hostname_problem, quantity_problem
+from components.catalog.kubernetes import (
+    INGRESS_HOST_RULE,
+    NAMESPACE_NAME_RULE,
+    QUANTITY_RULE,
+    custom_resource_name_problem,
+    dns_label_problem,
+    email_problem,
+    hostname_problem,
+    ingress_class_name_problem,
+    quantity_problem,
+    quota_resource_name_problem,
+    secret_name_problem,
+)
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.gpus import ProfileQuota, QuotaCheck
 from components.kubeflow.spec import KubeflowOverlaySpec, manifests_path_problem
@@ -33,15 +45,17 @@ _SECRET_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}\Z")
 class DexConfig(ConfigModel):
     """The static dex user that logs in first (real identity providers come later, via dex connectors)."""
 
-    email: str
-    username: str | None = None
+    email: str = Field(
+        description="the static user's login email; never user@example.com, the public default of kubeflow/manifests"
+    )
+    username: str | None = Field(default=None, description="1-63 letters, digits, '.', '_' or '-'; default: upstream's")
     password_hash_secret: str = Field(
         default="kubeflowDexPasswordHash",
         description="secret config key holding a bcrypt hash (python -m components.kubeflow.hash_password)",
     )
 
     def problems(self, path: str) -> Iterator[Problem]:
-        """The email and the username dex is given."""
+        """The email (never upstream's public default user) and the username dex is given."""
         email = dex_email_problem(self.email)
         if email:
             yield Problem(join_path(path, "email"), email)
@@ -53,22 +67,46 @@ class DexConfig(ConfigModel):
 class TlsConfig(ConfigModel):
     """TLS for the Ingress: an existing Secret, or one cert-manager issues from a ClusterIssuer."""
 
-    secret_name: str = "kubeflow-tls"
-    cluster_issuer: str | None = None
+    secret_name: str = Field(
+        default="kubeflow-tls",
+        description="the TLS Secret in istio-system (the Ingress's spec.tls[].secretName): a DNS-1123 subdomain",
+    )
+    cluster_issuer: str | None = Field(
+        default=None,
+        description="the cert-manager ClusterIssuer that issues the Secret (annotation cert-manager.io/cluster-issuer): "
+        "a DNS-1123 subdomain",
+    )
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """The Secret's name (the Ingress's ``spec.tls[].secretName``) and the ClusterIssuer's, by the API server's rule."""
+        secret = secret_name_problem(self.secret_name)
+        if secret:
+            yield Problem(join_path(path, "secretName"), secret)
+        if self.cluster_issuer is not None:
+            issuer = custom_resource_name_problem(self.cluster_issuer, "cert-manager ClusterIssuer")
+            if issuer:
+                yield Problem(join_path(path, "clusterIssuer"), issuer)
 
 
 class IngressConfig(ConfigModel):
     """The public entry point: an Ingress to istio-ingressgateway, HTTPS only."""
 
-    host: str
-    class_name: str = "nginx"
+    host: str = Field(description="the public HTTPS host: a lowercase DNS name with a dot, not an IP address")
+    class_name: str = Field(
+        default="nginx",
+        description="the IngressClass serving the Ingress (spec.ingressClassName): a DNS-1123 subdomain",
+    )
     tls: TlsConfig
 
     def problems(self, path: str) -> Iterator[Problem]:
-        """The host (an Ingress rule's)."""
+        """The host (an Ingress rule's), the IngressClass's name and the TLS names."""
         host = hostname_problem(self.host)
         if host:
-            yield Problem(join_path(path, "host"), host)
+            yield Problem(join_path(path, "host"), f"{host} ({INGRESS_HOST_RULE})")
+        class_name = ingress_class_name_problem(self.class_name)
+        if class_name:
+            yield Problem(join_path(path, "className"), class_name)
+        yield from self.tls.problems(join_path(path, "tls"))
 
 
 class ProfileConfig(ConfigModel):
@@ -76,7 +114,11 @@ class ProfileConfig(ConfigModel):
 
     name: str
     owner: str
-    resource_quota: dict[str, str] = Field(default_factory=dict)
+    resource_quota: dict[str, str] = Field(
+        default_factory=dict,
+        description="the namespace's ResourceQuota: keys as a ResourceQuota takes them (cpu, requests.memory, "
+        "requests.nvidia.com/gpu...), values Kubernetes quantities",
+    )
 
 
 class KubeflowConfig(ConfigModel):
@@ -192,7 +234,7 @@ def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Prob
         here = join_path(path, index)
         problem = dns_label_problem(profile.name)
         if problem:
-            yield Problem(join_path(here, "name"), problem)
+            yield Problem(join_path(here, "name"), f"{problem}: a Profile names its namespace ({NAMESPACE_NAME_RULE})")
         elif profile.name in RESERVED_NAMESPACES:
             yield Problem(
                 join_path(here, "name"),
@@ -205,6 +247,9 @@ def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Prob
         if owner:
             yield Problem(join_path(here, "owner"), f"{owner}: Kubeflow matches the owner to the dex login email")
         for resource, quantity in profile.resource_quota.items():
+            key_issue = quota_resource_name_problem(resource)
+            if key_issue:
+                yield Problem(join_path(here, "resourceQuota", resource), key_issue)
             quantity_issue = quantity_problem(quantity)
             if quantity_issue:
-                yield Problem(join_path(here, "resourceQuota", resource), quantity_issue)
+                yield Problem(join_path(here, "resourceQuota", resource), f"{quantity_issue} ({QUANTITY_RULE})")
