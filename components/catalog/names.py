@@ -123,7 +123,7 @@ OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 OFFLINE_ENV: Final = "GPU_PLATFORM_OFFLINE"  # "1" under the offline preview
 
 # Kubeflow PodDefaults, one per GPU pool in every Profile namespace: the spawner sets this label (per pool)
-# to "true" on a notebook when its PodDefault is ticked (kubeflow_manifests.PODDEFAULT_KIND).
+# to "true" on a notebook when its PodDefault is ticked (catalog.kubeflow.v1_10_2.spawner.PODDEFAULT_KIND).
 GPU_POOL_PODDEFAULT_PREFIX: Final = "gpu-pool-"  # PodDefault name: gpu-pool-<pool>
 GPU_POOL_PODDEFAULT_LABEL_PREFIX: Final = f"{PREFIX}gpu-pool-"  # selector label: gpu-platform.io/gpu-pool-<pool>
 # Kubeflow Profiles as Pulumi registers them (the program's CustomResource, or a YAML/kustomize object).
