@@ -118,6 +118,7 @@ def test_the_readme_table_is_the_pack_row_for_row() -> None:
     for policy in ALL_POLICIES:
         kind, level, severity, settings, _ = rows[policy.name]
         assert kind == ("resource" if policy in RESOURCE_POLICIES else "stack"), policy.name
+        assert policy.enforcement_level is not None and policy.severity is not None, policy.name
         assert level == policy.enforcement_level.value, policy.name
         assert severity == policy.severity.value, policy.name
         for key in policy.config_schema.properties if policy.config_schema else {}:
