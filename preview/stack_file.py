@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from components.stack.config import PROJECT
-from preview import strict_yaml
+from components.base import strict_yaml
 
 OFFLINE_DUMMY_PREFIX = "offline-preview-dummy"
 #: Keys of a Pulumi stack settings file (github.com/pulumi/pulumi sdk/go/common/workspace/project.go ProjectStack).

@@ -57,16 +57,14 @@ def plan_from_demand(
             for name, count in (layout or {}).items():
                 provided[name] = provided.get(name, 0) + count * pool.max_nodes
     rest = {name: max(0, n - provided.get(name, 0)) for name, n in demand.profiles.items()}
-    shapes = [
-        catalog.PoolShape(
-            pool.name,
-            pool.model.key,
-            pool.max_nodes,
-            pool.gpus_per_node,
-            recorded.layouts(pool.name, pool.model.key, pool.gpus_per_node) if recorded else None,
-        )
-        for pool in planned_pools
-    ]
+    shapes: list[catalog.PoolShape] = []
+    problems: list[Problem] = []
+    for pool in planned_pools:
+        current, refused = recorded.in_place(pool) if recorded else (None, [])
+        problems.extend(refused)
+        shapes.append(catalog.PoolShape(pool.name, pool.model.key, pool.max_nodes, pool.gpus_per_node, current))
+    if problems:
+        return problems
     try:
         plan = catalog.plan_pools(rest, shapes)
     except (catalog.MigError, ValueError) as error:
