@@ -14,6 +14,7 @@ from components.catalog import mig as catalog
 from components.catalog.pools import GpuPool
 from components.mig.config import MigDemand
 from components.mig.decisions import MigPlanResult, PoolMig, planned_decision
+from components.mig.plan_yaml import MIG_COMMAND
 from components.mig.recorded import RecordedPlan
 
 
@@ -94,7 +95,7 @@ def _not_provided(demand: Mapping[str, int], configured: Sequence[tuple[GpuPool,
 def _planned_instead(planned: catalog.MigPlan) -> str:
     """Where to go instead: the planner's answer, and the CLI line that prints it as config."""
     wanted = " ".join(f"{name}={n}" for name, n in planned.demand.items())
-    command = f"python -m components.catalog.mig plan --model {planned.model} --gpus {planned.fleet_size} --format yaml {wanted}"
+    command = f"{MIG_COMMAND} plan --model {planned.model} --gpus {planned.fleet_size} --format yaml {wanted}"
     return (
         f"; the fleet can hold the demand on {planned.gpus_used} GPUs (re-partitioning {planned.repartitioned}): "
         f"`{command}` prints their layouts"

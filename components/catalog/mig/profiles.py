@@ -240,6 +240,15 @@ _CATALOG: tuple[MigGpu, ...] = (
 
 MIG_GPUS: Mapping[str, MigGpu] = MappingProxyType({gpu.model: gpu for gpu in _CATALOG})
 
+# The GPU table (catalog.gpus) says which models can do MIG; this table only adds their MIG facts, keyed
+# by the same keys. A model here that the GPU table does not know, or a MIG-capable model without facts
+# here, is a catalog bug: refuse to import rather than answer differently in two places.
+_MIG_CAPABLE = tuple(key for key, model in GPU_MODELS.items() if model.mig_capable)
+if tuple(MIG_GPUS) != _MIG_CAPABLE:
+    raise AssertionError(
+        f"MIG table keys {tuple(MIG_GPUS)} differ from the GPU table's MIG-capable models {_MIG_CAPABLE}"
+    )
+
 
 def mig_models() -> tuple[str, ...]:
     """Every MIG-capable model key, in catalog order."""
@@ -252,10 +261,8 @@ def is_mig_capable(model: str) -> bool:
     Raises ``UnknownGpuModel`` for a key the project does not know, rather than answering False:
     a typo must not quietly turn into "this GPU has no MIG".
     """
-    if model in MIG_GPUS:
-        return True
     if model in GPU_MODELS:
-        return False
+        return GPU_MODELS[model].mig_capable
     raise UnknownGpuModel(
         f"unknown GPU model {model!r}; known models: {', '.join(GPU_MODELS)}; MIG-capable: {', '.join(MIG_GPUS)}"
     )
