@@ -60,6 +60,9 @@ class GpuModel:
     mig_capable: bool
     #: The forms whole hosts carry this GPU in, with their GPU counts (empty: no fact recorded).
     hosts: tuple[HostForm, ...] = ()
+    #: The boards (SKUs) the key covers, as NVIDIA's MIG configs and guide name them; the MIG table
+    #: (catalog.mig.profiles) holds their PCI device ids.
+    boards: tuple[str, ...] = ()
     #: Words of the product name nvidia-smi prints (``NVIDIA H100 80GB HBM3`` -> ``H100``), most specific first.
     smi_families: tuple[str, ...] = ()
 
@@ -81,7 +84,9 @@ _HGX_B200 = HostForm("HGX B200 baseboards", (8,))
 _MODELS = (
     GpuModel("V100-32GB", "NVIDIA Tesla V100 32GB", Architecture.VOLTA, 32, "7.0", False, smi_families=("V100",)),
     GpuModel("T4-16GB", "NVIDIA Tesla T4", Architecture.TURING, 16, "7.5", False, smi_families=("T4",)),
-    GpuModel("A30-24GB", "NVIDIA A30", Architecture.AMPERE, 24, "8.0", True, smi_families=("A30",)),
+    GpuModel(
+        "A30-24GB", "NVIDIA A30", Architecture.AMPERE, 24, "8.0", True, boards=("A30-PCIE-24GB",), smi_families=("A30",)
+    ),
     GpuModel(
         "A100-40GB",
         "NVIDIA A100 40GB",
@@ -90,6 +95,7 @@ _MODELS = (
         "8.0",
         True,
         hosts=(_SXM4_A100, _PCIE_1_TO_8),
+        boards=("A100-SXM4-40GB", "A100-PCIE-40GB", "A800-40GB"),
         smi_families=("A100",),
     ),
     GpuModel(
@@ -100,6 +106,7 @@ _MODELS = (
         "8.0",
         True,
         hosts=(_SXM4_A100, _PCIE_1_TO_8),
+        boards=("A100-SXM4-80GB", "A100-PCIE-80GB", "A800-80GB"),
         smi_families=("A100",),
     ),
     # The key covers the SXM5 board (HBM3) and the PCIe card (HBM2e): one MIG table, one nvidia-smi family.
@@ -111,9 +118,19 @@ _MODELS = (
         "9.0",
         True,
         hosts=(_SXM5_H100, _PCIE_1_TO_8),
+        boards=("H100-SXM5-80GB", "H100-PCIE-80GB", "H800-80GB"),
         smi_families=("H100",),
     ),
-    GpuModel("H100-94GB", "NVIDIA H100 NVL 94GB", Architecture.HOPPER, 94, "9.0", True, smi_families=("H100",)),
+    GpuModel(
+        "H100-94GB",
+        "NVIDIA H100 NVL 94GB",
+        Architecture.HOPPER,
+        94,
+        "9.0",
+        True,
+        boards=("H100 NVL", "H800 NVL"),
+        smi_families=("H100",),
+    ),
     # GH200 96GB shares H100-96GB's MIG table, so nvidia-smi's "GH200" with 96 GB is this key too.
     GpuModel(
         "H100-96GB",
@@ -122,6 +139,7 @@ _MODELS = (
         96,
         "9.0",
         True,
+        boards=("GH200 96GB", "H100 96GB", "PG506-96GB", "H20"),
         smi_families=("GH200", "H100"),
     ),
     # Two keys for the two H200 boards: NVIDIA's MIG configs tell them apart by PCI device id
@@ -134,6 +152,7 @@ _MODELS = (
         "9.0",
         True,
         hosts=(_SXM5_H200,),
+        boards=("H200-SXM5-141GB",),
         smi_families=("H200",),
     ),
     GpuModel(
@@ -144,9 +163,19 @@ _MODELS = (
         "9.0",
         True,
         hosts=(_MGX_H200_NVL,),
+        boards=("H200 NVL",),
         smi_families=("H200 NVL",),
     ),
-    GpuModel("GH200-144GB", "NVIDIA GH200 144GB HBM3e", Architecture.HOPPER, 144, "9.0", True, smi_families=("GH200",)),
+    GpuModel(
+        "GH200-144GB",
+        "NVIDIA GH200 144GB HBM3e",
+        Architecture.HOPPER,
+        144,
+        "9.0",
+        True,
+        boards=("GH200 144GB HBM3e",),
+        smi_families=("GH200",),
+    ),
     GpuModel(
         "B200-180GB",
         "NVIDIA B200 180GB",
@@ -155,6 +184,7 @@ _MODELS = (
         "10.0",
         True,
         hosts=(_HGX_B200,),
+        boards=("B200",),
         smi_families=("B200",),
     ),
 )
