@@ -18,7 +18,6 @@ from components.bare_metal.config import BareMetalConfig
 from components.base.config_model import ConfigModel, problems_from_validation_error
 from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
-from components.catalog.kubernetes import KUBELET_MAX_SKEW
 from components.catalog.names import PROJECT as PROJECT  # re-exported: the stack's readers import it here
 from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
@@ -110,8 +109,8 @@ class StackConfig(ConfigModel):
             if name_problem:
                 yield Problem(path, name_problem)
             yield from group.problems(path)
-            yield from _version_skew_problems(
-                group, self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
+            yield from group.version_skew_problems(
+                self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
             )
         yield from self.gpu_operator.problems("gpuOperator")
         handover = {name: group.host_driver_removal for name, group in self.node_groups.items()}
@@ -139,31 +138,6 @@ class StackConfig(ConfigModel):
             elif key in program:
                 yield Problem(path, f"{key!r} is a program setting of its own, not a secret key; name another key")
         yield from self.observability.problems("observability")
-
-
-def _version_skew_problems(group: NodeGroupConfig, cluster_version: str, path: str) -> Iterator[Problem]:
-    """A group's nodes may lag the control plane by up to KUBELET_MAX_SKEW minors, and never run ahead of it."""
-    if group.kubernetes_version is None:
-        return
-    group_minor, cluster_minor = _minor(group.kubernetes_version), _minor(cluster_version)
-    if group_minor is None or cluster_minor is None:
-        return  # a malformed version is reported by the section's own check
-    if group_minor > cluster_minor:
-        yield Problem(
-            path, f"{group.kubernetes_version} is newer than the cluster's {cluster_version}; nodes never run ahead"
-        )
-    elif cluster_minor - group_minor > KUBELET_MAX_SKEW:
-        oldest = f"1.{cluster_minor - KUBELET_MAX_SKEW}"
-        yield Problem(
-            path,
-            f"{group.kubernetes_version} is more than {KUBELET_MAX_SKEW} minor versions behind the cluster's "
-            f"{cluster_version}; allowed: {oldest} to {cluster_version} (Kubernetes version skew policy)",
-        )
-
-
-def _minor(version: str) -> int | None:
-    major, _, minor = version.partition(".")
-    return int(minor) if major == "1" and minor.isdigit() else None
 
 
 def top_level_keys() -> list[str]:
