@@ -291,3 +291,44 @@ def test_each_node_has_one_patch_and_one_preview_manifest(revisions: dict[str, P
     for name in NODES:
         manifest = yaml.safe_load(files[f"manifests/node-{name}.yaml"])
         assert manifest["metadata"]["labels"] == copy.deepcopy(_wanted(run)[name])
+
+
+def _agent_on(raw: dict[str, Any]) -> None:
+    raw["nodeAgent"]["migLayout"] = True
+
+
+def _agent_revision() -> ProgramRun:
+    raw = stack_raw("prod")
+    _agent_on(raw)
+    run = run_program("prod", overrides={"gpu-platform:nodeAgent": raw["nodeAgent"]})
+    assert run.config_error is None, run.config_error
+    return run
+
+
+def test_switching_the_agent_on_drops_the_mig_label_unless_a_second_owner_holds_it(
+    revisions: dict[str, ProgramRun],
+) -> None:
+    """docs/operations.md, "Turning nodeAgent.migLayout on": without the hand-over the label goes, the operator
+    writes all-disabled and mig-manager re-cuts every node; with an Apply of the current value by another
+    manager first, the label stays and mig-manager does nothing."""
+    create, agent = revisions["create"], _agent_revision()
+    mig_nodes = [n for n, labels in _wanted(create).items() if MIG_CONFIG_LABEL in labels]
+    assert mig_nodes and all(MIG_CONFIG_LABEL not in _wanted(agent)[n] for n in mig_nodes)
+
+    unprepared = Replay()
+    unprepared.up(_patches(create), _defined(create))
+    before = {n: unprepared.cluster.nodes[n].labels()[MIG_CONFIG_LABEL] for n in mig_nodes}
+    unprepared.up(_patches(agent), _defined(agent))
+    assert {n: unprepared.cluster.nodes[n].labels()[MIG_CONFIG_LABEL] for n in mig_nodes} == dict.fromkeys(
+        mig_nodes, MIG_ALL_DISABLED
+    )
+    assert all(unprepared.mig_manager.last_seen[n] == MIG_ALL_DISABLED for n in mig_nodes)
+
+    prepared = Replay()
+    prepared.up(_patches(create), _defined(create))
+    for name in mig_nodes:
+        prepared.cluster.nodes[name].apply("gpu-platform-handover", {label(MIG_CONFIG_LABEL): before[name]}, False)
+    prepared.up(_patches(agent), _defined(agent))
+    assert prepared.conflicts == []
+    assert {n: prepared.cluster.nodes[n].labels()[MIG_CONFIG_LABEL] for n in mig_nodes} == before
+    assert {n: prepared.mig_manager.last_seen[n] for n in mig_nodes} == before
