@@ -113,6 +113,8 @@ GPU_OPERATOR_TYPE: Final = "gpu-platform:gpu:GpuOperator"
 NODE_AGENT_TYPE: Final = "gpu-platform:gpu:NodeAgent"
 GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
 GPU_DRIVERS_TYPE: Final = "gpu-platform:gpu:GpuDrivers"
+GPU_PROOF_TYPE: Final = "gpu-platform:gpu:GpuProof"  # the per-node proof of a driver step (an awaited Job)
+GPU_PROOF_ACCESS_TYPE: Final = "gpu-platform:gpu:GpuProofAccess"  # its ServiceAccount, RBAC and code
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
 OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 

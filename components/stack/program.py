@@ -34,11 +34,13 @@ from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.gpu_operator.drivers import DriverGroup, driverless_hosts
 from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
+from components.gpu_operator.proof_steps import step_settings
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
 from components.node_agent.desired import agent_mig_labels, pool_budgets
 from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
+from components.smoke_test.proof import GpuProof, GpuProofAccess, ProofAccessArgs, ProofArgs
 from components.smoke_test.targets import SmokeTarget
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
@@ -67,6 +69,9 @@ class Platform:
     canary_drivers: GpuDrivers | None = None
     canary_smoke_test: GpuSmokeTest | None = None
     drivers: GpuDrivers | None = None
+    #: The per-node proof of each driver step (step name -> its awaited Job), and their shared access.
+    proofs: dict[str, GpuProof] = field(default_factory=dict)
+    proof_access: GpuProofAccess | None = None
     observability: Observability | None = None
 
 
@@ -158,12 +163,13 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
 
 
 def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
-    """The smoke Jobs, and with per-pool drivers the NVIDIADriver resources, in canary order.
+    """The smoke Jobs, the proof of each driver step, and with per-pool drivers the NVIDIADriver resources.
 
-    canary pools' NVIDIADriver (awaited until ready) -> their smoke Jobs (the declared driver on the node,
-    then CUDA) -> every other pool's NVIDIADriver -> their smoke Jobs. A failing canary fails ``pulumi up``
-    before Pulumi touches the other pools' drivers: they depend on the canary Jobs. Every Job waits for the
-    release (which waits for node groups, host preparation and node labels) and for its own node's MIG
+    canary pools' NVIDIADriver -> the canary step's proof Job (every node of the canary pools on the declared
+    driver, CUDA on each) -> their smoke Jobs -> every other pool's NVIDIADriver -> that step's proof -> their smoke
+    Jobs. A lagging canary node fails ``pulumi up`` (the proof names it) before Pulumi touches the other pools'
+    drivers: they depend on the canary's proof and smoke Jobs, never on an NVIDIADriver's status. Every Job waits
+    for the release (which waits for node groups, host preparation and node labels) and for its own node's MIG
     label, which names a config the release defines.
     """
     stack, operator_plan, operator = plan.config, plan.operator, platform.gpu_operator
@@ -181,23 +187,68 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
         platform.canary_drivers = _gpu_drivers(
             plan, provider, "gpu-drivers-canary", driver_plan.canary_groups, operator.ready
         )
-        later_prerequisites = platform.canary_drivers.ready
+        canary_ready = _proof(plan, platform, "canary", driver_plan.canary_groups, platform.canary_drivers.ready)
+        later_prerequisites = canary_ready
         if smoke:
             platform.canary_smoke_test = _smoke_test(
                 plan,
                 provider,
                 "gpu-smoke-test-canary",
                 [t for t in plan.smoke_targets if t.pool in canary_pools],
-                platform.canary_drivers.ready,
+                canary_ready,
                 node_labels,
             )
             later_prerequisites = [*later_prerequisites, *platform.canary_smoke_test.ready]
     if operator_plan.nvidia_drivers and driver_plan.later_groups:
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
         smoke_prerequisites = platform.drivers.ready
+    if driver_plan.owner == "operator" and driver_plan.later_groups:
+        step = "rest" if canary_pools else "drivers" if driver_plan.per_pool else "driver"
+        smoke_prerequisites = _proof(plan, platform, step, driver_plan.later_groups, smoke_prerequisites)
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
         platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites, node_labels)
+
+
+def _proof(
+    plan: Plan, platform: Platform, step: str, groups: tuple[DriverGroup, ...], depends_on: list[pulumi.Resource]
+) -> list[pulumi.Resource]:
+    """The proof Job of one driver step (``components.smoke_test.proof``); returns what the next step waits for.
+
+    Its CUDA pods use the smoke-test image and each pool's first smoke resource: with the smoke test off, or
+    every pool of the step skipped, there is no proof and the next step waits for ``depends_on`` as before.
+    """
+    stack, operator_plan = plan.config, plan.operator
+    if operator_plan is None or platform.gpu_operator is None or not stack.smoke_test.enabled:
+        return depends_on
+    resources: dict[str, str] = {}
+    for target in plan.smoke_targets:
+        resources.setdefault(target.pool, target.resource)
+    settings = step_settings(
+        step,
+        groups,
+        operator_plan.driver,
+        plan.pools,
+        values=operator_plan.values,
+        objects=operator_plan.nvidia_drivers,
+        chart_version=stack.gpu_operator.chart_version,
+        resources=resources,
+        image=stack.smoke_test.image,
+        namespace=stack.gpu_operator.namespace,
+        deadline_seconds=stack.gpu_operator.timeout_seconds,
+    )
+    if settings is None:
+        return depends_on
+    provider = platform.access.provider
+    if platform.proof_access is None:
+        platform.proof_access = GpuProofAccess(
+            "gpu-proof-access",
+            ProofAccessArgs(stack.gpu_operator.namespace, provider, depends_on=platform.gpu_operator.ready),
+        )
+    platform.proofs[step] = GpuProof(
+        f"gpu-proof-{step}", ProofArgs(settings, platform.proof_access, provider, depends_on=depends_on)
+    )
+    return platform.proofs[step].ready
 
 
 def _gpu_drivers(

@@ -114,13 +114,17 @@ def test_pulumi_waits_for_each_nvidiadriver_to_report_ready(dev: ProgramRun) -> 
         assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
 
 
-def test_smoke_jobs_wait_for_their_pools_declared_driver_after_its_nvidiadriver(dev: ProgramRun) -> None:
+def test_smoke_jobs_wait_for_their_pools_declared_driver_after_the_steps_proof(dev: ProgramRun) -> None:
     drivers = {r.inputs["spec"]["nodeSelector"][DRIVER_GROUP_LABEL]: r for r in dev.by_type(NVIDIA_DRIVER_TYPE)}
-    for job in dev.by_type(JOB):
+    proof = dev.one(JOB, "gpu-proof-drivers-job")
+    assert {driver.urn for driver in drivers.values()} <= set(proof.dependencies)
+    smoke = [job for job in dev.by_type(JOB) if job is not proof]
+    assert smoke
+    for job in smoke:
         pool = job.inputs["metadata"]["labels"]["gpu-platform.io/pool"]
         (check,) = job.inputs["spec"]["template"]["spec"]["initContainers"]
         assert f'want="{drivers[pool].inputs["spec"]["version"]}"' in check["command"][2]
-        assert drivers[pool].urn in job.dependencies
+        assert proof.urn in job.dependencies  # after every node of the step is proven, not after a status
 
 
 def test_a_single_driver_keeps_the_clusterpolicy_driver() -> None:

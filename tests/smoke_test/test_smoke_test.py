@@ -16,6 +16,11 @@ def prod() -> ProgramRun:
     return run_program("prod")
 
 
+def _smoke_jobs(run: ProgramRun) -> list:
+    """The smoke Jobs (the driver steps' proof Jobs are Jobs too: tests/smoke_test/test_proof.py)."""
+    return [r for r in run.by_type(JOB) if r.inputs["metadata"]["name"].startswith("gpu-smoke-")]
+
+
 def _limits(job: dict) -> dict:
     return job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
 
@@ -73,8 +78,11 @@ def test_jobs_wait_for_the_operator(prod: ProgramRun) -> None:
 
 def test_disabled_and_skipped_pools() -> None:
     run = run_program("dev", overrides={"gpu-platform:smokeTest": {"skipPools": ["a100"]}})
-    names = [r.inputs["metadata"]["name"] for r in run.by_type(JOB)]
+    names = [r.inputs["metadata"]["name"] for r in _smoke_jobs(run)]
     assert len(names) == 1 and names[0].startswith("gpu-smoke-v100-gpu-")
+    (proof,) = [r for r in run.by_type(JOB) if r.inputs["metadata"]["name"].startswith("gpu-proof-")]
+    settings = proof.inputs["spec"]["template"]["spec"]["containers"][0]["env"][2]["value"]
+    assert '"pool": "v100"' in settings and '"pool": "a100"' not in settings  # a skipped pool runs no CUDA pod
     assert not run_program("dev", overrides={"gpu-platform:smokeTest": {"enabled": False}}).by_type(JOB)
 
 
@@ -88,12 +96,12 @@ def test_smoke_image_newer_than_the_driver_is_refused() -> None:
 
 def test_a_replaced_node_group_gets_a_new_smoke_job() -> None:
     """The Job is keyed to the group's replacement key, so it re-runs on the replacement nodes."""
-    before = {r.inputs["metadata"]["name"] for r in run_program("dev").by_type(JOB)}
+    before = {r.inputs["metadata"]["name"] for r in _smoke_jobs(run_program("dev"))}
     raw = stack_raw("dev")
     raw["nodeGroups"]["v100"]["taints"] = ["nvidia.com/gpu=true:NoSchedule"]
     after = {
         r.inputs["metadata"]["name"]
-        for r in run_program("dev", overrides={"gpu-platform:nodeGroups": raw["nodeGroups"]}).by_type(JOB)
+        for r in _smoke_jobs(run_program("dev", overrides={"gpu-platform:nodeGroups": raw["nodeGroups"]}))
     }
     changed = before ^ after
     assert len(changed) == 2 and all(name.startswith("gpu-smoke-v100-gpu-") for name in changed)

@@ -1,0 +1,100 @@
+"""The proof Job of each driver step, as the program registers it: where it sits in the order, what it checks,
+which rights it gets, and that its shipped code runs on the bare image."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.catalog.names import NODE_GROUP_LABEL
+from components.node_agent.agent.proof.check import ProofSettings
+from components.smoke_test.proof import ACCOUNT, PROOF_FILES, config_map_key, proof_sources
+from preview.runner import ProgramRun, run_program
+from tests.helpers import run_raw, set_path, stack_raw
+
+JOB = "kubernetes:batch/v1:Job"
+
+
+@pytest.fixture(scope="module")
+def dev() -> ProgramRun:
+    return run_program("dev")
+
+
+def _settings(job: Any) -> ProofSettings:
+    (container,) = job.inputs["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    return ProofSettings.from_json(json.loads(env["PROOF_SETTINGS"]))
+
+
+def test_dev_proves_both_pools_on_their_own_nvidiadriver_and_version(dev: ProgramRun) -> None:
+    proof = dev.one(JOB, "gpu-proof-drivers-job")
+    settings = _settings(proof)
+    by_pool = {pool.pool: pool for pool in settings.pools}
+    assert set(by_pool) == {"v100", "a100"}
+    assert (by_pool["v100"].driver_version, by_pool["v100"].owner) == ("580.95.05", "gpu-platform-v100")
+    assert (by_pool["a100"].driver_version, by_pool["a100"].owner) == ("595.91.07", "gpu-platform-a100")
+    assert by_pool["v100"].driver_image == "nvcr.io/nvidia/driver:580.95.05-"
+    assert by_pool["v100"].selector == {NODE_GROUP_LABEL: "v100"}  # the pool's nodes, labelled for a driver or not
+    assert by_pool["a100"].resource == "nvidia.com/mig-1g.10gb"  # a MIG pool's CUDA pod takes a slice
+    assert 'want="595.91.07"' in by_pool["a100"].check_script
+    assert settings.deadline_seconds == 1800.0  # gpuOperator.timeoutSeconds: driver builds take minutes per node
+
+
+def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only(dev: ProgramRun) -> None:
+    proof = dev.one(JOB, "gpu-proof-drivers-job")
+    pod = proof.inputs["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == ACCOUNT
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    cluster_rules = dev.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "gpu-proof-access-cluster-role")
+    assert cluster_rules.inputs["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
+    role = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-proof-access-role")
+    assert role.inputs["metadata"]["namespace"] == "gpu-operator"
+    assert {(tuple(r["resources"]), tuple(r["verbs"])) for r in role.inputs["rules"]} == {
+        (("pods",), ("list", "create", "delete")),
+        (("daemonsets",), ("list",)),
+    }
+
+
+def test_a_changed_driver_is_a_new_proof_job(dev: ProgramRun) -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.version", "595.100.01")
+    after = run_raw("dev", raw).one(JOB, "gpu-proof-drivers-job")
+    before = dev.one(JOB, "gpu-proof-drivers-job")
+    assert after.inputs["metadata"]["name"] != before.inputs["metadata"]["name"]
+    assert after.inputs["metadata"]["name"].startswith("gpu-proof-drivers-")
+
+
+def test_the_clusterpolicy_driver_is_one_step_without_an_owner() -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
+    run = run_raw("dev", raw)
+    proof = run.one(JOB, "gpu-proof-driver-job")
+    assert {(p.pool, p.owner, p.driver_version) for p in _settings(proof).pools} == {
+        ("v100", "", "580.95.05"),
+        ("a100", "", "580.95.05"),
+    }
+    release = run.one("kubernetes:helm.sh/v3:Release", "gpu-operator-release")
+    assert release.urn in proof.dependencies
+
+
+def test_hosts_that_own_the_driver_need_no_proof() -> None:
+    assert not [r for r in run_program("prod").by_type(JOB) if r.name.startswith("gpu-proof-")]
+
+
+def test_the_shipped_checker_runs_on_a_bare_python_with_the_standard_library_only(tmp_path: Path) -> None:
+    for key, text in proof_sources().items():
+        path = next(p for p in PROOF_FILES if config_map_key(p) == key)
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
+    module = "components.node_agent.agent.proof.main"
+    result = subprocess.run(
+        [sys.executable, "-S", "-E", "-m", module], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2, result.stderr
+    assert "the proof needs the environment variable 'PROOF_SETTINGS'" in result.stderr
