@@ -114,7 +114,11 @@ NODE_AGENT_TYPE: Final = "gpu-platform:gpu:NodeAgent"
 GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
 GPU_DRIVERS_TYPE: Final = "gpu-platform:gpu:GpuDrivers"
 GPU_PROOF_TYPE: Final = "gpu-platform:gpu:GpuProof"  # the per-node proof of a driver step (an awaited Job)
-GPU_PROOF_ACCESS_TYPE: Final = "gpu-platform:gpu:GpuProofAccess"  # its ServiceAccount, RBAC and code
+GPU_PROOF_ACCESS_TYPE: Final = "gpu-platform:gpu:GpuProofAccess"  # its namespace, ServiceAccount, RBAC and code
+#: Where the driver steps' proof Jobs and their CUDA pods run: not the operator's namespace, whose pods must all
+#: come from the operator's registries (policy gpu-operator-images-allowed-registries), while the checker runs on
+#: the node agent's Python image.
+PROOF_NAMESPACE: Final = "gpu-platform-proof"
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
 OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 

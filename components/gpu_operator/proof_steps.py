@@ -41,6 +41,7 @@ def step_settings(
     resources: Mapping[str, str],
     image: str,
     namespace: str,
+    operator_namespace: str,
     deadline_seconds: int,
 ) -> dict[str, Any] | None:
     """The settings of one step's proof; None when none of its pools can run a CUDA pod (all skipped).
@@ -73,7 +74,7 @@ def step_settings(
     return {
         "step": step,
         "namespace": namespace,
-        "operator_namespace": namespace,
+        "operator_namespace": operator_namespace,
         "image": image,
         "pools": sorted(entries, key=lambda entry: entry["pool"]),
         "deadline_seconds": float(deadline_seconds),

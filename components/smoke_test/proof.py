@@ -25,7 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import node_agent as agent_names
-from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS
+from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS, PROOF_NAMESPACE
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the checker imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
@@ -59,20 +59,24 @@ def proof_sources() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ProofAccessArgs:
-    """Where the proof runs (the operator's namespace, like the smoke Jobs) and what comes first."""
+    """The operator's namespace (its driver pods and DaemonSets are read there) and what comes first."""
 
-    namespace: str
+    operator_namespace: str
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class GpuProofAccess(pulumi.ComponentResource):
-    """The proof's ServiceAccount, its least-privilege RBAC and the checker's code, shared by every step."""
+    """The proof's namespace, ServiceAccount, least-privilege RBAC and the checker's code, shared by every step."""
 
     def __init__(self, name: str, args: ProofAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GPU_PROOF_ACCESS_TYPE, name, None, opts)
-        ns = args.namespace
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        ns = PROOF_NAMESPACE
+        base = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=LABELS), opts=base
+        )
+        child = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[namespace]))
         account = k8s.core.v1.ServiceAccount(
             f"{name}-account",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=ns, labels=LABELS),
@@ -87,8 +91,14 @@ class GpuProofAccess(pulumi.ComponentResource):
         role = k8s.rbac.v1.Role(
             f"{name}-role",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=ns, labels=LABELS),
+            rules=[k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["list", "create", "delete"])],
+            opts=child,
+        )
+        operator_role = k8s.rbac.v1.Role(
+            f"{name}-operator-role",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=args.operator_namespace, labels=LABELS),
             rules=[
-                k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["list", "create", "delete"]),
+                k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["list"]),
                 k8s.rbac.v1.PolicyRuleArgs(api_groups=["apps"], resources=["daemonsets"], verbs=["list"]),
             ],
             opts=child,
@@ -104,12 +114,18 @@ class GpuProofAccess(pulumi.ComponentResource):
                 subjects=subject,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[cluster_role])),
             ),
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-role-binding",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=ns, labels=LABELS),
-                role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=ACCOUNT),
-                subjects=subject,
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role])),
+            *(
+                k8s.rbac.v1.RoleBinding(
+                    f"{name}-{suffix}-binding",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=ACCOUNT, namespace=role_ns, labels=LABELS),
+                    role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=ACCOUNT),
+                    subjects=subject,
+                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[granted])),
+                )
+                for suffix, role_ns, granted in (
+                    ("role", ns, role),
+                    ("operator-role", args.operator_namespace, operator_role),
+                )
             ),
         ]
         code = k8s.core.v1.ConfigMap(

@@ -28,7 +28,7 @@ from components.bare_metal.node_labels import (
 from components.base import dependency_graph
 from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
-from components.catalog.names import MIG_FIELD_MANAGER
+from components.catalog.names import MIG_FIELD_MANAGER, PROOF_NAMESPACE
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
@@ -203,7 +203,7 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
         smoke_prerequisites = platform.drivers.ready
     if driver_plan.owner == "operator" and driver_plan.later_groups:
-        step = "rest" if canary_pools else "drivers" if driver_plan.per_pool else "driver"
+        step = "rest" if canary_pools else "all"  # one name in both driver modes: the same Job URN
         smoke_prerequisites = _proof(plan, platform, step, driver_plan.later_groups, smoke_prerequisites)
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
@@ -234,7 +234,8 @@ def _proof(
         chart_version=stack.gpu_operator.chart_version,
         resources=resources,
         image=stack.smoke_test.image,
-        namespace=stack.gpu_operator.namespace,
+        namespace=PROOF_NAMESPACE,
+        operator_namespace=stack.gpu_operator.namespace,
         deadline_seconds=stack.gpu_operator.timeout_seconds,
     )
     if settings is None:

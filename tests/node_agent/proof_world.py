@@ -42,7 +42,7 @@ from tests.node_agent.sim.api import Client, Faults, SimApi, clone
 
 START = 1_800_000_000.0
 OPERATOR_NS = "gpu-operator"
-PROOF_NS = "gpu-operator"
+PROOF_NS = "gpu-platform-proof"
 REPOSITORY, IMAGE, OS_TAG = "nvcr.io/nvidia", "driver", "ubuntu22.04"
 OLD, NEW = "580.95.05", "580.105.08"
 CUDA_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"

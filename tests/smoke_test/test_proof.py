@@ -33,7 +33,7 @@ def _settings(job: Any) -> ProofSettings:
 
 
 def test_dev_proves_both_pools_on_their_own_nvidiadriver_and_version(dev: ProgramRun) -> None:
-    proof = dev.one(JOB, "gpu-proof-drivers-job")
+    proof = dev.one(JOB, "gpu-proof-all-job")
     settings = _settings(proof)
     by_pool = {pool.pool: pool for pool in settings.pools}
     assert set(by_pool) == {"v100", "a100"}
@@ -43,37 +43,41 @@ def test_dev_proves_both_pools_on_their_own_nvidiadriver_and_version(dev: Progra
     assert by_pool["v100"].selector == {NODE_GROUP_LABEL: "v100"}  # the pool's nodes, labelled for a driver or not
     assert by_pool["a100"].resource == "nvidia.com/mig-1g.10gb"  # a MIG pool's CUDA pod takes a slice
     assert 'want="595.91.07"' in by_pool["a100"].check_script
+    assert (settings.namespace, settings.operator_namespace) == ("gpu-platform-proof", "gpu-operator")
     assert settings.deadline_seconds == 1800.0  # gpuOperator.timeoutSeconds: driver builds take minutes per node
 
 
 def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only(dev: ProgramRun) -> None:
-    proof = dev.one(JOB, "gpu-proof-drivers-job")
+    proof = dev.one(JOB, "gpu-proof-all-job")
     pod = proof.inputs["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == ACCOUNT
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
     cluster_rules = dev.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "gpu-proof-access-cluster-role")
     assert cluster_rules.inputs["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
-    role = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-proof-access-role")
-    assert role.inputs["metadata"]["namespace"] == "gpu-operator"
-    assert {(tuple(r["resources"]), tuple(r["verbs"])) for r in role.inputs["rules"]} == {
-        (("pods",), ("list", "create", "delete")),
+    own = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-proof-access-role")
+    assert own.inputs["metadata"]["namespace"] == "gpu-platform-proof" == proof.inputs["metadata"]["namespace"]
+    assert own.inputs["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "create", "delete"]}]
+    operator = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-proof-access-operator-role")
+    assert operator.inputs["metadata"]["namespace"] == "gpu-operator"
+    assert {(tuple(r["resources"]), tuple(r["verbs"])) for r in operator.inputs["rules"]} == {
+        (("pods",), ("list",)),
         (("daemonsets",), ("list",)),
     }
 
 
 def test_a_changed_driver_is_a_new_proof_job(dev: ProgramRun) -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.version", "595.100.01")
-    after = run_raw("dev", raw).one(JOB, "gpu-proof-drivers-job")
-    before = dev.one(JOB, "gpu-proof-drivers-job")
+    after = run_raw("dev", raw).one(JOB, "gpu-proof-all-job")
+    before = dev.one(JOB, "gpu-proof-all-job")
     assert after.inputs["metadata"]["name"] != before.inputs["metadata"]["name"]
-    assert after.inputs["metadata"]["name"].startswith("gpu-proof-drivers-")
+    assert after.inputs["metadata"]["name"].startswith("gpu-proof-all-")
 
 
 def test_the_clusterpolicy_driver_is_one_step_without_an_owner() -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
     run = run_raw("dev", raw)
-    proof = run.one(JOB, "gpu-proof-driver-job")
+    proof = run.one(JOB, "gpu-proof-all-job")
     assert {(p.pool, p.owner, p.driver_version) for p in _settings(proof).pools} == {
         ("v100", "", "580.95.05"),
         ("a100", "", "580.95.05"),
