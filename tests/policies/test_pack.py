@@ -36,7 +36,7 @@ print(json.dumps(seen))
 def test_the_lists_hold_every_policy_once() -> None:
     names = [policy.name for policy in ALL_POLICIES]
     assert [*RESOURCE_POLICIES, *STACK_POLICIES] == ALL_POLICIES
-    assert len(names) == len(set(names)) == 21
+    assert len(names) == len(set(names)) == 22
     assert all(isinstance(p, ResourceValidationPolicy) for p in RESOURCE_POLICIES)
     assert all(isinstance(p, StackValidationPolicy) for p in STACK_POLICIES)
 
