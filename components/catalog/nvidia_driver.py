@@ -3,8 +3,8 @@
 Why: a fleet that mixes GPU generations needs more than one driver (V100 stops at R580, newer pools may
 need a newer branch for their CUDA level). With ``driver.nvidiaDriverCRD.enabled`` the operator runs one
 driver DaemonSet per ``NVIDIADriver`` resource, on the nodes its ``nodeSelector`` matches. The program
-writes those resources itself (never the chart's default one where it would overlap), waits for each to
-report ready, and orders canary upgrades with Pulumi dependencies.
+writes those resources itself (no default one: see Who owns a node), proves each step on every node (a proof
+Job, not the resources' status), and orders canary upgrades with Pulumi dependencies.
 
 Sources:
 - Chart v26.7.0 (``.upstream/gpu-operator-v26.7.0``): ``crds/nvidia.com_nvidiadrivers.yaml`` (group
@@ -28,8 +28,10 @@ Sources:
   no ``observedGeneration`` (only ``conditions``, ``namespace``, ``state``; a condition's own
   ``observedGeneration`` is optional), and pulumi-kubernetes' jsonpath wait compares
   ``observedGeneration`` only where the object has one: after a spec change ``pulumi up`` reads the old
-  ``ready``. So the status is never the gate: the proof Job (``components.smoke_test.proof``) checks each
-  node for the declared driver and runs CUDA on it.
+  ``ready``; while a node lags it says ``notReady`` with no node's name. So the program awaits no status (no
+  ``pulumi.com/waitFor``; pulumi-kubernetes awaits no custom resource by itself unless ``PULUMI_K8S_AWAIT_ALL``
+  is set, pulumi/pulumi-kubernetes#3143): the proof Job (``components.smoke_test.proof``) is the gate, checking
+  each node for the declared driver and running CUDA on it, and naming the nodes that lag.
 - Who owns a node (v26.7.0): ``internal/nvidiadriver/nvidiadriver.go`` ``AssignOwners`` labels every node with
   ``nvidia.com/gpu.present=true`` ``nvidia.com/gpu-operator.driver.owner=<NVIDIADriver>``: the one non-default
   resource whose nodeSelector matches (two matching is an error), else the ``default: true`` resource, else
@@ -83,9 +85,6 @@ CONFLICT_REASON: Final = "ConflictingNodeSelector"
 #: Spec fields the CRD forbids changing in place: a change needs a new resource (replaceOnChanges).
 IMMUTABLE_SPEC_FIELDS: Final = ("driverType", "usePrecompiled")
 
-#: pulumi-kubernetes waits for a custom resource until this holds (``pulumi up`` fails on timeout).
-WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
-WAIT_FOR_READY: Final = "jsonpath={.status.state}=" + READY_STATE
 
 #: The driver version a GPU node runs, as nvidia-smi reports it (one line per GPU; tests/fixtures/nvidia-smi).
 DRIVER_VERSION_QUERY: Final = "nvidia-smi --query-gpu=driver_version --format=csv,noheader"
