@@ -28,13 +28,13 @@ from components.bare_metal.node_labels import (
 from components.base import dependency_graph
 from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
-from components.catalog.names import MIG_FIELD_MANAGER, PROOF_NAMESPACE
+from components.catalog.names import MIG_CONFIG_LABEL, MIG_FIELD_MANAGER, PROOF_NAMESPACE
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.gpu_operator.drivers import DriverGroup, driverless_hosts
 from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
-from components.gpu_operator.proof_steps import step_settings
+from components.gpu_operator.proof_steps import mig_step_settings, step_settings
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
 from components.node_agent.desired import agent_mig_labels, pool_budgets
@@ -205,6 +205,13 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
     if driver_plan.owner == "operator" and driver_plan.later_groups:
         step = "rest" if canary_pools else "all"  # one name in both driver modes: the same Job URN
         smoke_prerequisites = _proof(plan, platform, step, driver_plan.later_groups, smoke_prerequisites)
+    elif driver_plan.owner == "host" and smoke:
+        # The hosts own the driver: the proof closes the MIG layouts of the pools the program re-partitions.
+        # The proof waits for every node's MIG label (linear: one edge each); each smoke Job waits for the proof
+        # and its own node's label only. Without a proof the smoke Jobs keep waiting for the release as before.
+        mig_ready = platform.mig_labels.ready if platform.mig_labels is not None else []
+        proven = _proof(plan, platform, "mig", (), [*operator.ready, *mig_ready])
+        smoke_prerequisites = proven if "mig" in platform.proofs else smoke_prerequisites
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
         platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites, node_labels)
@@ -213,7 +220,10 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
 def _proof(
     plan: Plan, platform: Platform, step: str, groups: tuple[DriverGroup, ...], depends_on: list[pulumi.Resource]
 ) -> list[pulumi.Resource]:
-    """The proof Job of one driver step (``components.smoke_test.proof``); returns what the next step waits for.
+    """The proof Job of one step (``components.smoke_test.proof``); returns what the next step waits for.
+
+    A driver step proves its ``groups``' pools; with no groups (the hosts own the driver) the step proves the MIG
+    layouts of the pools the program re-partitions.
 
     Its CUDA pods use the smoke-test image and each pool's first smoke resource: with the smoke test off, or
     every pool of the step skipped, there is no proof and the next step waits for ``depends_on`` as before.
@@ -224,20 +234,40 @@ def _proof(
     resources: dict[str, str] = {}
     for target in plan.smoke_targets:
         resources.setdefault(target.pool, target.resource)
-    settings = step_settings(
-        step,
-        groups,
-        operator_plan.driver,
-        plan.pools,
-        values=operator_plan.values,
-        objects=operator_plan.nvidia_drivers,
-        chart_version=stack.gpu_operator.chart_version,
-        resources=resources,
-        image=stack.smoke_test.image,
-        namespace=PROOF_NAMESPACE,
-        operator_namespace=stack.gpu_operator.namespace,
-        deadline_seconds=stack.gpu_operator.timeout_seconds,
-    )
+    mig = {
+        pool.name: (plan.mig.labels(pool.name)[MIG_CONFIG_LABEL], plan.mig.resources_per_node(pool))
+        for pool in plan.pools
+        if MIG_CONFIG_LABEL in plan.mig.labels(pool.name)
+    }
+    namespace, deadline = stack.gpu_operator.namespace, stack.gpu_operator.timeout_seconds
+    if groups:
+        settings = step_settings(
+            step,
+            groups,
+            operator_plan.driver,
+            plan.pools,
+            values=operator_plan.values,
+            objects=operator_plan.nvidia_drivers,
+            chart_version=stack.gpu_operator.chart_version,
+            resources=resources,
+            mig=mig,
+            image=stack.smoke_test.image,
+            namespace=PROOF_NAMESPACE,
+            operator_namespace=namespace,
+            deadline_seconds=deadline,
+        )
+    else:
+        settings = mig_step_settings(
+            step,
+            plan.pools,
+            resources=resources,
+            mig=mig,
+            host_driver=operator_plan.driver.version,
+            image=stack.smoke_test.image,
+            namespace=PROOF_NAMESPACE,
+            operator_namespace=namespace,
+            deadline_seconds=deadline,
+        )
     if settings is None:
         return depends_on
     provider = platform.access.provider

@@ -21,6 +21,10 @@ Each actor behaves as its source says, with its timing:
   ``nvidia.com/cuda.driver-version.full`` with the loaded driver on its next pass.
 - kubelet runs a CUDA proof pod's init container (``driver_check_script``: polls ``nvidia-smi`` every 10 s until
   it reports the declared version), then vectorAdd; a terminating pod goes after its grace period (30 s).
+- mig-manager (mig-parted's ``nvidia-mig-manager.sh``, as modelled in ``tests/node_agent/sim/actors.py``): on a
+  changed ``nvidia.com/mig.config`` it runs its checks for a few seconds before it writes ``pending`` (until then
+  the old ``success`` stays), applies the config (tens of seconds), restarts the device plugin (which then
+  advertises the new resources) and writes ``success``, or ``failed``.
 - The scheduler binds a pod to a Ready, schedulable node matching its nodeSelector and node affinity; the
   cluster autoscaler adds a node for an unschedulable pod of a pool after a node's boot (a few minutes), and the
   node comes up with the DaemonSet's current template.
@@ -36,6 +40,13 @@ from typing import Any
 
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import NODE_GROUP_LABEL
+from components.catalog.node_agent import (
+    MIG_LABEL,
+    MIG_STATE_FAILED,
+    MIG_STATE_LABEL,
+    MIG_STATE_PENDING,
+    MIG_STATE_SUCCESS,
+)
 from components.node_agent.agent import objects
 from components.node_agent.agent.proof.check import NODE_ANNOTATION, RUN_LABEL, PoolProof, ProofSettings
 from tests.node_agent.sim.api import Client, Faults, SimApi, clone
@@ -119,6 +130,7 @@ class ProofWorld:
         self.version = OLD
         self.loaded: dict[str, str] = {}  # node -> the driver its kernel has loaded
         self.never_ready: set[str] = set()  # nodes whose new driver build fails
+        self.mig_failing: set[str] = set()  # nodes where mig-manager fails to apply a config
         self.scale_up_pending = False
         self.started: dict[str, float] = {}  # proof pod -> when kubelet started it
         self.pods = 0
@@ -172,6 +184,8 @@ class ProofWorld:
             crd.GPU_PRESENT_LABEL: "true",
             crd.OWNER_LABEL: self.owner,
             crd.GFD_DRIVER_VERSION_LABEL: self.version,
+            MIG_LABEL: "all-disabled",
+            MIG_STATE_LABEL: MIG_STATE_SUCCESS,
         }
         status: dict[str, Any] = {
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
@@ -236,16 +250,46 @@ class ProofWorld:
         self.version = version
         self.api.put("daemonsets", f"{OPERATOR_NS}/{self.ds_name}", self._daemon_set(self.generation + 1))
 
-    def settings(self, deadline: float = 3600.0) -> ProofSettings:
+    def settings(self, deadline: float = 3600.0, mig: tuple[str, dict[str, int]] | None = None) -> ProofSettings:
+        """The step's settings; with ``mig`` the MIG step of a host-owned driver (no driver evidence)."""
+        pool = pool_proof(self.pool, self.owner, self.version)
+        if mig is not None:
+            pool = PoolProof(
+                pool=pool.pool,
+                selector=pool.selector,
+                tolerations=pool.tolerations,
+                resource=next(iter(mig[1])),
+                check_script=pool.check_script,
+                mig_config=mig[0],
+                mig_resources=mig[1],
+            )
         return ProofSettings(
-            step="canary",
+            step="mig" if mig else "canary",
             namespace=PROOF_NS,
             operator_namespace=OPERATOR_NS,
             image=CUDA_IMAGE,
-            pools=(pool_proof(self.pool, self.owner, self.version),),
+            pools=(pool,),
             deadline_seconds=deadline,
             poll_seconds=15.0,
         )
+
+    # -- MIG ------------------------------------------------------------------------------------------------
+    def set_mig(self, config: str, resources: dict[str, int]) -> None:
+        """The program's label change on every node (a NodePatch); mig-manager takes it from there."""
+        for name in sorted(self.api.store["nodes"]):
+            body = clone(self.node(name))
+            body["metadata"]["labels"][MIG_LABEL] = config
+            self.api.put("nodes", name, body)
+            self.at(5.0, functools.partial(self._mig_state, name, MIG_STATE_PENDING, None))
+            outcome = MIG_STATE_FAILED if name in self.mig_failing else MIG_STATE_SUCCESS
+            self.at(50.0, functools.partial(self._mig_state, name, outcome, resources))
+
+    def _mig_state(self, name: str, state: str, resources: dict[str, int] | None) -> None:
+        body = clone(self.node(name))
+        body["metadata"]["labels"][MIG_STATE_LABEL] = state
+        if resources is not None and state == MIG_STATE_SUCCESS:
+            body["status"]["allocatable"] = {key: str(count) for key, count in resources.items()}
+        self.api.put("nodes", name, body)
 
     # -- the upgrade controller -----------------------------------------------------------------------------
     def _outdated(self, node: str) -> bool:

@@ -119,3 +119,37 @@ def test_a_failed_api_call_at_any_point_only_delays_the_proof() -> None:
             passed, summary, _ = _prove(world, deadline=7200.0)
             assert passed, (index, kind, summary)
             assert world.faults.injected == 1
+
+
+MIG = ("all-1g.10gb", {"nvidia.com/mig-1g.10gb": 7})
+
+
+def test_a_mig_change_is_not_closed_by_the_old_success_label() -> None:
+    """Right after the label change mig-manager has not answered: its old success is no evidence."""
+    world = ProofWorld(nodes=2)
+    world.set_mig(*MIG)
+    verdict = Proof(ProofClient(world.api, PROOF_NS), world.settings(mig=MIG), RUN, OWNER).one_pass()
+    assert not verdict.passed
+    assert verdict.lagging["v100-0"] == "advertises {'nvidia.com/gpu': '1'}, not {'nvidia.com/mig-1g.10gb': 7}"
+
+
+def test_a_mig_change_passes_once_every_node_advertises_the_layout_and_fails_naming_the_node_that_does_not() -> None:
+    world = ProofWorld(nodes=3)
+    world.mig_failing.add("v100-1")
+    world.set_mig(*MIG)
+    lines: list[str] = []
+    settings = world.settings(deadline=1200.0, mig=MIG)
+    passed, summary = prove(
+        ProofClient(world.api, PROOF_NS), settings, RUN, OWNER, world.clock, world.run, lines.append
+    )
+    assert not passed
+    assert _lagging(summary) == {"v100-1"}
+    assert "v100-1: mig-manager reports failed (nvidia.com/mig.config.state)" in summary
+
+    healthy = ProofWorld(nodes=3)
+    healthy.set_mig(*MIG)
+    settings = healthy.settings(deadline=1200.0, mig=MIG)
+    passed, summary = prove(ProofClient(healthy.api, PROOF_NS), settings, RUN, OWNER, healthy.clock, healthy.run, lines.append)
+    assert passed, summary
+    pods = [p for p in healthy.api.store["pods"].values() if p["metadata"]["labels"].get(RUN_LABEL) == RUN]
+    assert {p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"] for p in pods} == {"1"}

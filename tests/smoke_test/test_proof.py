@@ -86,8 +86,33 @@ def test_the_clusterpolicy_driver_is_one_step_without_an_owner() -> None:
     assert release.urn in proof.dependencies
 
 
-def test_hosts_that_own_the_driver_need_no_proof() -> None:
-    assert not [r for r in run_program("prod").by_type(JOB) if r.name.startswith("gpu-proof-")]
+def test_where_the_hosts_own_the_driver_the_proof_closes_every_re_partitioned_nodes_mig_layout() -> None:
+    prod = run_program("prod")
+    (proof,) = [r for r in prod.by_type(JOB) if r.name.startswith("gpu-proof-")]
+    assert proof.name == "gpu-proof-mig-job"
+    by_pool = {pool.pool: pool for pool in _settings(proof).pools}
+    assert set(by_pool) == {"gpu-node-1", "gpu-node-2", "gpu-node-3"}
+    node2 = by_pool["gpu-node-2"]
+    assert node2.driver_version == "" and node2.owner == ""  # no operator driver to check
+    assert node2.mig_config.startswith("gpu-platform-gpu-node-2-") or node2.mig_config.startswith("all-")
+    assert node2.mig_resources == {
+        "nvidia.com/mig-1g.10gb": node2.mig_resources["nvidia.com/mig-1g.10gb"],
+        "nvidia.com/mig-2g.20gb": node2.mig_resources["nvidia.com/mig-2g.20gb"],
+        "nvidia.com/mig-3g.40gb": node2.mig_resources["nvidia.com/mig-3g.40gb"],
+    }
+    assert 'want="580.95.05"' in node2.check_script  # the CUDA pod still waits for the hosts' declared driver
+    # after every node's MIG label; each smoke Job then waits for the proof and its own node's label
+    for patch in prod.by_type("kubernetes:core/v1:NodePatch"):
+        if patch.name.startswith("mig-config-"):
+            assert patch.urn in proof.dependencies
+    smoke = [r for r in prod.by_type(JOB) if r is not proof]
+    assert smoke and all(proof.urn in job.dependencies for job in smoke)
+
+
+def test_every_module_of_the_proof_is_shipped() -> None:
+    root = Path(__file__).resolve().parents[2]
+    on_disk = {str(p.relative_to(root)) for p in (root / "components/node_agent/agent/proof").rglob("*.py")}
+    assert on_disk <= set(PROOF_FILES)
 
 
 def test_the_shipped_checker_runs_on_a_bare_python_with_the_standard_library_only(tmp_path: Path) -> None:

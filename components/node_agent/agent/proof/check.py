@@ -1,4 +1,7 @@
-"""One pass of the proof of a driver step: which nodes of the step's pools are proven, and why the others lag.
+"""One pass of the proof of a step: which nodes of the step's pools are proven, and why the others lag.
+
+A step is a driver step (the canaries, the rest) or, where the hosts own the driver, the MIG step of the pools
+the program re-partitions; a driver step also closes the MIG layout of its re-partitioned pools.
 
 Why not the NVIDIADriver's ``status.state``: it has no ``observedGeneration``, reads pods ready rather than new,
 and says nothing about a node no resource selects (``components.catalog.nvidia_driver``). A node is proven
@@ -10,8 +13,12 @@ dies between two writes is simply repeated):
    its DaemonSet's current template (``pod-template-generation`` = the DaemonSet's generation), with the
    declared image and version;
 3. GPU Feature Discovery reports the declared version on the node (``nvidia.com/cuda.driver-version.full``);
-4. a CUDA pod pinned to the node, holding one GPU of the pool, first waits for ``nvidia-smi`` to report the
-   declared version on every GPU and then runs the vectorAdd sample, and succeeded in this run.
+   (1-3 only where the operator installs the driver)
+4. on a re-partitioned pool: the declared ``nvidia.com/mig.config``, mig-manager's ``success``, and exactly the
+   planned MIG resources in the node's allocatable;
+5. a CUDA pod pinned to the node, holding one GPU of the pool, first waits for ``nvidia-smi`` to report the
+   declared version on every GPU (where one is declared) and then runs the vectorAdd sample, and succeeded in
+   this run.
 
 Nodes are listed by the pool's own selector on every pass, so a node the autoscaler adds during the step is
 included, and a node without the driver-group label is caught instead of skipped. A pool with no node yet gets
@@ -27,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from components.catalog import nvidia_driver as crd
+from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS
 from components.node_agent.agent import objects
 from components.node_agent.agent.kube import ApiError
 
@@ -59,10 +67,12 @@ class PoolProof:
     selector: dict[str, str]
     tolerations: list[dict[str, Any]]
     resource: str
-    driver_version: str
-    driver_image: str  # what the driver container's image starts with (crd.driver_image_prefix)
+    driver_version: str = ""  # "" when the operator installs no driver (the hosts own it): no driver evidence
+    driver_image: str = ""  # what the driver container's image starts with (crd.driver_image_prefix)
     owner: str = ""  # the NVIDIADriver that must own the nodes ("" with the ClusterPolicy driver)
     check_script: str = ""  # the sh loop that waits for the declared version (crd.driver_check_script)
+    mig_config: str = ""  # the mig-parted config the pool's nodes must have applied ("" when not re-partitioned)
+    mig_resources: dict[str, int] = field(default_factory=dict)  # what a node must then advertise, exactly
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PoolProof:
@@ -70,6 +80,8 @@ class PoolProof:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown pool settings: {', '.join(unknown)}")
+        if not data.get("driver_version") and not data.get("mig_config"):
+            raise ValueError(f"pool {data.get('pool')}: nothing to prove (no driver version, no MIG config)")
         return cls(**data)
 
 
@@ -173,6 +185,29 @@ def driver_evidence(
     return ""
 
 
+def mig_evidence(node: dict[str, Any], pool: PoolProof) -> str:
+    """Why the node's MIG layout is not (yet) the declared one; "" when it is, or when none is declared.
+
+    The label alone is an echo (mig-manager's ``success`` may be from the previous config, and it runs its
+    checks before writing ``pending``); the node must also advertise exactly the planned resources (the effect,
+    ``objects.advertises_exactly``, the rule the rollout controller closes a MIG change with).
+    """
+    if not pool.mig_config:
+        return ""
+    labels = objects.labels(node)
+    current = labels.get(MIG_LABEL, "")
+    if current != pool.mig_config:
+        return f"MIG config {current or 'unset'} ({MIG_LABEL}), not {pool.mig_config}"
+    state = labels.get(MIG_STATE_LABEL, "")
+    if state != MIG_STATE_SUCCESS:
+        return f"mig-manager reports {state or 'nothing'} ({MIG_STATE_LABEL})"
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    if not objects.advertises_exactly(allocatable, pool.mig_resources):
+        found = {k: v for k, v in sorted(allocatable.items()) if k.startswith(objects.GPU_RESOURCE_PREFIX)}
+        return f"advertises {found}, not {dict(sorted(pool.mig_resources.items()))}"
+    return ""
+
+
 def pod_name(step: str, run: str, node: str) -> str:
     """A valid, deterministic pod name per step, run and node (at most 63 characters)."""
     digest = hashlib.sha256(f"{step}/{run}/{node}".encode()).hexdigest()[:10]
@@ -196,7 +231,12 @@ def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[st
         "restartPolicy": "Never",
         "nodeSelector": dict(pool.selector),
         "tolerations": [dict(t) for t in pool.tolerations],
-        "initContainers": [
+        "containers": [
+            {"name": "vectoradd", "image": settings.image, "resources": {"limits": limits}, "securityContext": security}
+        ],
+    }
+    if pool.check_script:
+        spec["initContainers"] = [
             {
                 "name": "driver-version",
                 "image": settings.image,
@@ -208,11 +248,7 @@ def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[st
                 "resources": {"limits": limits},
                 "securityContext": security,
             }
-        ],
-        "containers": [
-            {"name": "vectoradd", "image": settings.image, "resources": {"limits": limits}, "securityContext": security}
-        ],
-    }
+        ]
     if affinity:
         spec["affinity"] = affinity
     return {
@@ -256,7 +292,8 @@ class Proof:
                 continue
             for node in nodes:
                 name = objects.name(node)
-                why = driver_evidence(node, driver_pods, daemon_sets, pool)
+                why = driver_evidence(node, driver_pods, daemon_sets, pool) if pool.driver_version else ""
+                why = why or mig_evidence(node, pool)
                 verdict.nodes[name] = why or self._cuda_evidence(pool, name, mine)
         return verdict
 
