@@ -149,7 +149,9 @@ def test_a_mig_change_passes_once_every_node_advertises_the_layout_and_fails_nam
     healthy = ProofWorld(nodes=3)
     healthy.set_mig(*MIG)
     settings = healthy.settings(deadline=1200.0, mig=MIG)
-    passed, summary = prove(ProofClient(healthy.api, PROOF_NS), settings, RUN, OWNER, healthy.clock, healthy.run, lines.append)
+    passed, summary = prove(
+        ProofClient(healthy.api, PROOF_NS), settings, RUN, OWNER, healthy.clock, healthy.run, lines.append
+    )
     assert passed, summary
     pods = [p for p in healthy.api.store["pods"].values() if p["metadata"]["labels"].get(RUN_LABEL) == RUN]
     assert {p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"] for p in pods} == {"1"}
