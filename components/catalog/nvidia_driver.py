@@ -103,6 +103,8 @@ DRIVER_POD_COMPONENT: Final = ("app.kubernetes.io/component", "nvidia-driver")
 DRIVER_CONTAINER: Final = "nvidia-driver-ctr"
 #: The DaemonSet controller's label on each pod: the template generation it was made from.
 POD_TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
+#: Where an apps/v1 DaemonSet keeps its template generation (Kubernetes ``pkg/apis/apps/v1/conversion.go``).
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
 #: GPU Feature Discovery's label with the driver NVML reports on the node.
 GFD_DRIVER_VERSION_LABEL: Final = "nvidia.com/cuda.driver-version.full"
 #: The upgrade controller's per-node state label (k8s-operator-libs ``GetUpgradeStateLabelKey``, driver component).

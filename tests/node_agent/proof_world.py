@@ -168,14 +168,18 @@ class ProofWorld:
                 "name": self.ds_name,
                 "namespace": OPERATOR_NS,
                 "labels": {key: value},
-                "generation": generation,
+                # A spec change outside the template moves metadata.generation only (strategy.go): +10 here.
+                "generation": generation + 10,
+                "annotations": {crd.TEMPLATE_GENERATION_ANNOTATION: str(generation)},
             },
             "spec": {"updateStrategy": {"type": "OnDelete"}},
         }
 
     @property
     def generation(self) -> int:
-        return int(self.api.store["daemonsets"][f"{OPERATOR_NS}/{self.ds_name}"]["metadata"]["generation"])
+        """The template generation (what new pods are labelled with)."""
+        ds = self.api.store["daemonsets"][f"{OPERATOR_NS}/{self.ds_name}"]
+        return int(ds["metadata"]["annotations"][crd.TEMPLATE_GENERATION_ANNOTATION])
 
     def add_node(self, name: str, ready: bool = True) -> None:
         """A node as its group template makes it; the DaemonSet's current template installs its driver."""

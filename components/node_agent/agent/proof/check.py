@@ -142,11 +142,19 @@ def _node_ready(node: dict[str, Any]) -> bool:
 
 
 def _generation_current(pod: dict[str, Any], daemon_sets: dict[str, dict[str, Any]]) -> bool:
-    """The pod comes from its DaemonSet's current template (k8s-operator-libs: pod-template-generation)."""
+    """The pod comes from its DaemonSet's current template (k8s-operator-libs: pod-template-generation).
+
+    The template's generation is the DaemonSet's ``deprecated.daemonset.template.generation`` annotation (apps/v1
+    keeps ``spec.templateGeneration`` there; Kubernetes ``pkg/registry/apps/daemonset/strategy.go`` bumps it only
+    when the template changes, while ``metadata.generation`` also moves on other spec changes); its
+    ``metadata.generation`` where the annotation is missing.
+    """
     owner = daemon_sets.get(objects.owner_name(pod))
     if owner is None:
         return False
-    generation = str((owner.get("metadata") or {}).get("generation", ""))
+    generation = objects.annotations_of(owner).get(crd.TEMPLATE_GENERATION_ANNOTATION) or str(
+        (owner.get("metadata") or {}).get("generation", "")
+    )
     return objects.labels(pod).get(crd.POD_TEMPLATE_GENERATION_LABEL, "") == generation
 
 
