@@ -119,6 +119,10 @@ GPU_PROOF_ACCESS_TYPE: Final = "gpu-platform:gpu:GpuProofAccess"  # its namespac
 #: come from the operator's registries (policy gpu-operator-images-allowed-registries), while the checker runs on
 #: the node agent's Python image.
 PROOF_NAMESPACE: Final = "gpu-platform-proof"
+#: On every CUDA pod of a proof: the run (the proof Job's pod) and the step it belongs to, and the node it is for.
+PROOF_RUN_LABEL: Final = f"{PREFIX}proof-run"
+PROOF_STEP_LABEL: Final = f"{PREFIX}proof-step"
+PROOF_NODE_ANNOTATION: Final = f"{PREFIX}proof-node"
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
 OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 

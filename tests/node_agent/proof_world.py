@@ -40,6 +40,8 @@ from typing import Any
 
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import NODE_GROUP_LABEL
+from components.catalog.names import PROOF_NODE_ANNOTATION as NODE_ANNOTATION
+from components.catalog.names import PROOF_RUN_LABEL as RUN_LABEL
 from components.catalog.node_agent import (
     MIG_LABEL,
     MIG_STATE_FAILED,
@@ -48,7 +50,7 @@ from components.catalog.node_agent import (
     MIG_STATE_SUCCESS,
 )
 from components.node_agent.agent import objects
-from components.node_agent.agent.proof.check import NODE_ANNOTATION, RUN_LABEL, PoolProof, ProofSettings
+from components.node_agent.agent.proof.check import PoolProof, ProofSettings
 from tests.node_agent.sim.api import Client, Faults, SimApi, clone
 
 START = 1_800_000_000.0

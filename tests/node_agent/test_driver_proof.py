@@ -5,7 +5,8 @@ failed API call at any point (it re-reads everything on every pass)."""
 from __future__ import annotations
 
 from components.catalog import nvidia_driver as crd
-from components.node_agent.agent.proof.check import RUN_LABEL, Proof
+from components.catalog.names import PROOF_RUN_LABEL as RUN_LABEL
+from components.node_agent.agent.proof.check import Proof
 from components.node_agent.agent.proof.main import prove
 from tests.node_agent.proof_world import NEW, OLD, PROOF_NS, ProofClient, ProofWorld
 from tests.node_agent.sim.api import Faults

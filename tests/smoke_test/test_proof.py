@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pulumi.runtime import MockResourceArgs
 
-from components.catalog.names import NODE_GROUP_LABEL
+import preview.runner
+from components.catalog.names import NODE_GROUP_LABEL, NVIDIA_DRIVER_TYPE
 from components.node_agent.agent.proof.check import ProofSettings
 from components.smoke_test.proof import ACCOUNT, PROOF_FILES, config_map_key, proof_sources
+from preview.mocks import PlatformMocks
 from preview.runner import ProgramRun, run_program
-from tests.helpers import run_raw, set_path, stack_raw
+from tests.helpers import as_overrides, run_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"
 
@@ -127,3 +130,34 @@ def test_the_shipped_checker_runs_on_a_bare_python_with_the_standard_library_onl
     )
     assert result.returncode == 2, result.stderr
     assert "the proof needs the environment variable 'PROOF_SETTINGS'" in result.stderr
+
+
+def _canary_dev() -> dict[str, Any]:
+    """dev with the V100 group as the canary of a move of both groups to a new R580 driver."""
+    raw = set_path(stack_raw("dev"), "gpuOperator.driver.version", "580.105.08")
+    raw = set_path(raw, "nodeGroups.v100.driver", {"canary": True})
+    return set_path(raw, "nodeGroups.a100.driver", {"version": "580.105.08", "cuda": "13.0"})
+
+
+def test_a_failed_canary_proof_keeps_the_other_pools_driver_and_every_smoke_job_from_the_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The canary's proof Job fails (a canary node still on the old driver at the deadline), as a failed Job
+    fails its resource operation in ``pulumi up``: nothing after it is sent, not even the canary's smoke Jobs."""
+    sent: list[str] = []
+
+    class _FailingCanaryProof(PlatformMocks):
+        def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+            name = args.inputs.get("metadata", {}).get("name", "")
+            if args.typ in (NVIDIA_DRIVER_TYPE, JOB):
+                sent.append(name)
+            if args.typ == JOB and name.startswith("gpu-proof-canary-"):
+                raise RuntimeError("Job gpu-proof-canary failed: v100-2: driver pod ... is not Ready")
+            return super().new_resource(args)
+
+    monkeypatch.setattr(preview.runner, "PlatformMocks", _FailingCanaryProof)
+    with pytest.raises(Exception, match="gpu-proof-canary failed"):
+        run_program("dev", overrides=as_overrides(_canary_dev()))
+    assert "gpu-platform-v100" in sent and "gpu-platform-a100" not in sent
+    assert not [name for name in sent if name.startswith("gpu-smoke-")]
+    assert not [name for name in sent if name.startswith("gpu-proof-rest-")]

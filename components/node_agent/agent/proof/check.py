@@ -10,7 +10,7 @@ dies between two writes is simply repeated):
 
 1. the node is Ready and owned by the step's NVIDIADriver (``nvidia.com/gpu-operator.driver.owner``);
 2. exactly one driver pod runs there, controlled by a DaemonSet (not the ClusterPolicy's orphan), Ready, from
-   its DaemonSet's current template (``pod-template-generation`` = the DaemonSet's generation), with the
+   its DaemonSet's current template (``pod-template-generation`` = the template's generation), with the
    declared image and version;
 3. GPU Feature Discovery reports the declared version on the node (``nvidia.com/cuda.driver-version.full``);
    (1-3 only where the operator installs the driver)
@@ -34,15 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from components.catalog import nvidia_driver as crd
+from components.catalog.names import PROOF_NODE_ANNOTATION, PROOF_RUN_LABEL, PROOF_STEP_LABEL
 from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS
 from components.node_agent.agent import objects
 from components.node_agent.agent.kube import ApiError
-
-#: The label on every CUDA proof pod: the run (the proof Job's pod) it belongs to.
-RUN_LABEL = "gpu-platform.io/proof-run"
-STEP_LABEL = "gpu-platform.io/proof-step"
-#: The annotation of the node a pinned proof pod is for.
-NODE_ANNOTATION = "gpu-platform.io/proof-node"
 
 
 class ProofApi(Protocol):
@@ -264,8 +259,12 @@ def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[st
         "kind": "Pod",
         "metadata": {
             "name": pod_name(settings.step, run, node or f"pool-{pool.pool}"),
-            "labels": {RUN_LABEL: run, STEP_LABEL: settings.step, "app.kubernetes.io/managed-by": "gpu-platform"},
-            "annotations": {NODE_ANNOTATION: node},
+            "labels": {
+                PROOF_RUN_LABEL: run,
+                PROOF_STEP_LABEL: settings.step,
+                "app.kubernetes.io/managed-by": "gpu-platform",
+            },
+            "annotations": {PROOF_NODE_ANNOTATION: node},
             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", **owner}],
         },
         "spec": spec,
@@ -290,7 +289,7 @@ class Proof:
         daemon_sets = {
             objects.name(ds): ds for ds in self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
         }
-        mine = self.api.list_namespaced_pods(settings.namespace, f"{RUN_LABEL}={self.run}")
+        mine = self.api.list_namespaced_pods(settings.namespace, f"{PROOF_RUN_LABEL}={self.run}")
         verdict = Verdict()
         for pool in settings.pools:
             nodes = sorted(self.api.list_nodes(selector_text(pool.selector)), key=objects.name)
@@ -310,7 +309,7 @@ class Proof:
         here = [p for p in mine if (p.get("spec") or {}).get("nodeName") == node]
         if any((p.get("status") or {}).get("phase") == "Succeeded" for p in here):
             return ""
-        pinned = [p for p in mine if objects.annotations_of(p).get(NODE_ANNOTATION) == node]
+        pinned = [p for p in mine if objects.annotations_of(p).get(PROOF_NODE_ANNOTATION) == node]
         failed = [p for p in here + pinned if (p.get("status") or {}).get("phase") == "Failed"]
         for pod in failed:
             if not objects.terminating(pod):
