@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import PROOF_RUN_LABEL as RUN_LABEL
-from components.node_agent.agent.proof.check import Proof
+from components.node_agent.agent.proof.check import Proof, proof_pod
 from components.node_agent.agent.proof.main import prove
 from tests.node_agent.proof_world import NEW, OLD, PROOF_NS, ProofClient, ProofWorld
 from tests.node_agent.sim.api import Faults
@@ -45,6 +45,8 @@ def test_the_canary_gate_fails_while_one_canary_node_still_runs_the_old_driver_a
     assert passed, summary
     assert all(world.loaded[node] == NEW for node in ("v100-0", "v100-1", "v100-2"))
     assert summary == "3 node(s) proven"
+    world.run(60.0)
+    assert not [p for p in world.api.store["pods"].values() if p["metadata"]["labels"].get(RUN_LABEL)]  # cleaned
 
 
 def test_the_proof_does_not_pass_on_a_ready_status_while_the_pods_are_old() -> None:
@@ -150,9 +152,12 @@ def test_a_mig_change_passes_once_every_node_advertises_the_layout_and_fails_nam
     healthy = ProofWorld(nodes=3)
     healthy.set_mig(*MIG)
     settings = healthy.settings(deadline=1200.0, mig=MIG)
+    healthy_lines: list[str] = []
     passed, summary = prove(
-        ProofClient(healthy.api, PROOF_NS), settings, RUN, OWNER, healthy.clock, healthy.run, lines.append
+        ProofClient(healthy.api, PROOF_NS), settings, RUN, OWNER, healthy.clock, healthy.run, healthy_lines.append
     )
     assert passed, summary
-    pods = [p for p in healthy.api.store["pods"].values() if p["metadata"]["labels"].get(RUN_LABEL) == RUN]
-    assert {p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"] for p in pods} == {"1"}
+    assert len([line for line in healthy_lines if line.startswith("started gpu-proof-mig-")]) == 3  # one per node
+    assert len([line for line in healthy_lines if line.startswith("deleted gpu-proof-mig-")]) == 3  # cleaned up
+    pod = proof_pod(settings, settings.pools[0], RUN, OWNER, "v100-0")
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": "1"}

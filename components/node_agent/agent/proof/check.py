@@ -334,9 +334,21 @@ class Proof:
         except ApiError as error:  # any failed write is retried on the next pass (409: it exists already)
             self.log.append(f"could not start {name}: {error}")
 
-    def _delete(self, name: str) -> None:
+    def clean_up(self) -> None:
+        """Delete this run's CUDA pods once the step is proven (best effort: the garbage collector removes them
+        with the proof's pod anyway). A failed proof keeps them, for their logs."""
+        try:
+            pods = self.api.list_namespaced_pods(self.settings.namespace, f"{PROOF_RUN_LABEL}={self.run}")
+        except ApiError as error:
+            self.log.append(f"could not list the CUDA pods to delete them: {error}")
+            return
+        for pod in pods:
+            if not objects.terminating(pod):
+                self._delete(objects.name(pod), "")
+
+    def _delete(self, name: str, note: str = "; it is started again") -> None:
         try:
             self.api.delete_pod(self.settings.namespace, name)
-            self.log.append(f"deleted failed {name}; it is started again")
+            self.log.append(f"deleted {name}{note}")
         except ApiError as error:  # retried on the next pass
             self.log.append(f"could not delete {name}: {error}")

@@ -55,6 +55,9 @@ def prove(
         proof.log.clear()
         if verdict is not None and verdict.passed:
             out(f"step {settings.step}: every node runs the declared driver and CUDA ({summary})")
+            proof.clean_up()
+            for line in proof.log:
+                out(line)
             return True, summary
         if clock() >= deadline:
             return False, f"step {settings.step} not proven after {settings.deadline_seconds:.0f}s: {summary}"
