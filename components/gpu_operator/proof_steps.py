@@ -51,7 +51,10 @@ def step_settings(
 
     ``resources``: pool -> the GPU resource a CUDA pod requests there (a whole GPU or one MIG slice);
     ``mig``: pool -> (its mig-parted config, what a node advertises then) for the pools the program re-partitions.
+    ``deadline_seconds`` is per wave (``gpuOperator.timeoutSeconds``: a driver build on a node): the step may take
+    as many as its slowest upgrade budget has waves (budgets of different NVIDIADrivers run side by side).
     """
+    waves = max((group.waves or 1 for group in groups), default=1)
     by_name = {pool.name: pool for pool in pools}
     entries = []
     for group in groups:
@@ -70,7 +73,7 @@ def step_settings(
                 }
             )
             entries.append(entry)
-    return _settings(step, entries, image, namespace, operator_namespace, deadline_seconds)
+    return _settings(step, entries, image, namespace, operator_namespace, deadline_seconds * waves)
 
 
 def mig_step_settings(
