@@ -41,7 +41,7 @@ BACK_TO_CLUSTER_POLICY = (
 )
 
 
-def _pool_line(name: str, entry: Mapping[str, Any], before: dict[str, str] | None) -> str:
+def _pool_line(name: str, entry: Mapping[str, Any], before: dict[str, str] | None, budgets: Mapping[str, Any]) -> str:
     version = entry["driverVersion"]
     if before is None:
         change = "installs"
@@ -54,10 +54,13 @@ def _pool_line(name: str, entry: Mapping[str, Any], before: dict[str, str] | Non
     waves = entry["waves"]
     pace = "cannot progress (maxUnavailable allows no node)" if waves is None else f"{waves} wave(s)"
     resource = entry["driverResource"] or "ClusterPolicy"
+    # Waves are counted per upgrade budget, as the operator counts them: per NVIDIADriver, over all its pools.
+    budget = budgets.get(entry.get("budget") or "", {})
+    shared = f", one budget with {budget['nodes']} node(s) of {resource}" if len(budget.get("pools", [])) > 1 else ""
     return (
         f"    {name}: driver {version} ({change}), runs CUDA up to {entry['maxCuda']} (needs {entry['cuda']}), "
-        f"{resource}; {entry['nodes']} node(s), {pace} at maxParallelUpgrades {entry['maxParallelUpgrades']}, "
-        f"maxUnavailable {entry['maxUnavailable']}"
+        f"{resource}; {entry['nodes']} node(s){shared}, {pace} at maxParallelUpgrades "
+        f"{entry['maxParallelUpgrades']}, maxUnavailable {entry['maxUnavailable']}"
     )
 
 
@@ -77,5 +80,5 @@ def driver_upgrade_plan(previous_outputs: Path | None, outputs: Mapping[str, Any
     for step, names in enumerate(drivers["order"], start=1):
         label = "canary" if canaries and step == 1 else "rest" if canaries else "all pools"
         lines.append(f"  step {step} ({label}):")
-        lines.extend(_pool_line(name, pools[name], before) for name in names)
+        lines.extend(_pool_line(name, pools[name], before, drivers.get("budgets") or {}) for name in names)
     return lines

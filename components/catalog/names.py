@@ -126,6 +126,16 @@ GPU_OPERATOR_TYPE: Final = "gpu-platform:gpu:GpuOperator"
 NODE_AGENT_TYPE: Final = "gpu-platform:gpu:NodeAgent"
 GPU_SMOKE_TEST_TYPE: Final = "gpu-platform:gpu:GpuSmokeTest"
 GPU_DRIVERS_TYPE: Final = "gpu-platform:gpu:GpuDrivers"
+GPU_PROOF_TYPE: Final = "gpu-platform:gpu:GpuProof"  # the per-node proof of a driver step (an awaited Job)
+GPU_PROOF_ACCESS_TYPE: Final = "gpu-platform:gpu:GpuProofAccess"  # its namespace, ServiceAccount, RBAC and code
+#: Where the driver steps' proof Jobs and their CUDA pods run: not the operator's namespace, whose pods must all
+#: come from the operator's registries (policy gpu-operator-images-allowed-registries), while the checker runs on
+#: the node agent's Python image.
+PROOF_NAMESPACE: Final = "gpu-platform-proof"
+#: On every CUDA pod of a proof: the run (the proof Job's pod) and the step it belongs to, and the node it is for.
+PROOF_RUN_LABEL: Final = f"{PREFIX}proof-run"
+PROOF_STEP_LABEL: Final = f"{PREFIX}proof-step"
+PROOF_NODE_ANNOTATION: Final = f"{PREFIX}proof-node"
 KUBEFLOW_TYPE: Final = "gpu-platform:kubeflow:Kubeflow"
 OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 

@@ -3,8 +3,8 @@
 Why: a fleet that mixes GPU generations needs more than one driver (V100 stops at R580, newer pools may
 need a newer branch for their CUDA level). With ``driver.nvidiaDriverCRD.enabled`` the operator runs one
 driver DaemonSet per ``NVIDIADriver`` resource, on the nodes its ``nodeSelector`` matches. The program
-writes those resources itself (never the chart's default one where it would overlap), waits for each to
-report ready, and orders canary upgrades with Pulumi dependencies.
+writes those resources itself (no default one: see Who owns a node), proves each step on every node (a proof
+Job, not the resources' status), and orders canary upgrades with Pulumi dependencies.
 
 Sources:
 - Chart v26.7.0 (``.upstream/gpu-operator-v26.7.0``): ``crds/nvidia.com_nvidiadrivers.yaml`` (group
@@ -17,17 +17,41 @@ Sources:
   ``default: true`` and no nodeSelector (every GPU node) when enabled and deployDefaultCR;
   ``templates/clusterpolicy.yaml`` writes ``driver.useNvidiaDriverCRD`` and, only when it is false,
   the driver's version/kernelModuleType/usePrecompiled; ``upgradePolicy`` is written either way.
-- NVIDIA/gpu-operator ``controllers/nvidiadriver_controller.go``: the reconciler validates that the
+- NVIDIA/gpu-operator v26.7.0 ``controllers/nvidiadriver_controller.go``: the reconciler validates that the
   resource's nodeSelector does not overlap another's ("only one driver is deployed per GPU node") and
   otherwise sets ``status.state: notReady`` with condition reason ``ConflictingNodeSelector``; a
   ClusterPolicy without ``useNvidiaDriverCRD`` leaves it ``disabled``; ``ready`` only once every
   state it syncs (the driver DaemonSet's pods) is ready. ``internal/state/state_skel.go``
   ``isDaemonSetReady`` checks pods ready/available, not that they run the new version: the driver
-  DaemonSet is ``OnDelete`` and the upgrade controller replaces pods node by node, so ``ready`` can be
-  read while old pods still run. That is why the smoke Jobs check the version on the node.
-- NVIDIA/gpu-operator ``controllers/nvidiadriver_migration.go`` (main): nodes an NVIDIADriver owns that
-  still run a ClusterPolicy driver pod are labelled ``upgrade-required``, so the upgrade controller
-  replaces those pods in its normal controlled flow (the move from the ClusterPolicy driver).
+  DaemonSet is ``OnDelete`` (``manifests/state-driver/0500_daemonset.yaml``) and the upgrade controller
+  replaces pods node by node, so ``ready`` can be read while old pods still run. The CRD's ``status`` has
+  no ``observedGeneration`` (only ``conditions``, ``namespace``, ``state``; a condition's own
+  ``observedGeneration`` is optional), and pulumi-kubernetes' jsonpath wait compares
+  ``observedGeneration`` only where the object has one: after a spec change ``pulumi up`` reads the old
+  ``ready``; while a node lags it says ``notReady`` with no node's name. So the program awaits no status (no
+  ``pulumi.com/waitFor``; pulumi-kubernetes awaits no custom resource by itself unless ``PULUMI_K8S_AWAIT_ALL``
+  is set, pulumi/pulumi-kubernetes#3143): the proof Job (``components.smoke_test.proof``) is the gate, checking
+  each node for the declared driver and running CUDA on it, and naming the nodes that lag.
+- Who owns a node (v26.7.0): ``internal/nvidiadriver/nvidiadriver.go`` ``AssignOwners`` labels every node with
+  ``nvidia.com/gpu.present=true`` ``nvidia.com/gpu-operator.driver.owner=<NVIDIADriver>``: the one non-default
+  resource whose nodeSelector matches (two matching is an error), else the ``default: true`` resource, else
+  no owner at all (the label is removed: the node gets no driver, and nothing reports it). A default
+  resource therefore covers only nodes no other resource selects; it does not overlap them.
+- The move from the ClusterPolicy driver (v26.7.0): ``controllers/state_manager.go`` deletes the
+  ClusterPolicy's driver DaemonSet with ``DeletePropagationOrphan`` (its pods keep running, unowned);
+  ``controllers/nodelabeling_controller.go`` ``labelNodesWithOrphanedDriverPods`` marks each node an
+  NVIDIADriver owns that still runs such a pod ``nvidia.com/gpu-driver-upgrade-state=upgrade-required``; the
+  upgrade controller then replaces the orphan under that NVIDIADriver's policy. With ``autoUpgrade: false``
+  nothing replaces it (``controllers/upgrade_controller.go`` skips the resource and clears its nodes' upgrade
+  state), and the new pod stays Pending: both DaemonSets carry a required pod anti-affinity on
+  ``app.kubernetes.io/component`` in (nvidia-driver, nvidia-vgpu-manager) per ``kubernetes.io/hostname``.
+- Waves (v26.7.0 ``controllers/upgrade_controller.go`` ``reconcileNVIDIADriverUpgrades``): with
+  ``useNvidiaDriverCRD`` the upgrade controller builds one state of every driver pod, partitions it by the
+  node's owner label, and applies EACH resource's own ``upgradePolicy`` (``GetUpgradePolicyWithDefaults``)
+  to its own nodes: ``maxUnavailable`` is scaled over ``GetTotalManagedNodes`` of that partition
+  (k8s-operator-libs ``pkg/upgrade/common_manager.go``: every managed node, cordoned and NotReady ones
+  included). The ClusterPolicy's ``upgradePolicy`` is not read in that mode; without it the budget is one
+  over the whole cluster (``reconcileClusterPolicyDriverUpgrades``).
 - pulumi-kubernetes user-defined await logic (pulumi/pulumi-kubernetes#3134, in 4.18+; this project
   pins 4.34.2): the ``pulumi.com/waitFor`` annotation takes ``condition=Type[=Value]`` or
   ``jsonpath={expr}[=Value]`` with kubectl's ``get -o jsonpath`` syntax; a JSON list of such
@@ -35,12 +59,22 @@ Sources:
 - values.yaml ``driver.upgradePolicy``: ``maxParallelUpgrades`` "0 means no limit"; ``maxUnavailable``
   "absolute number or a percentage of total nodes at the start of upgrade ... calculated from percentage
   by rounding up".
+- The driver pod and what the node reports (evidence the proof reads): driver pods carry
+  ``app.kubernetes.io/component=nvidia-driver`` and run container ``nvidia-driver-ctr`` with image
+  ``<repository>/<image>:<version>-<os>`` (``-<kernel>-<os>`` when precompiled; v26.7.0
+  ``api/nvidia/v1alpha1/nvidiadriver_types.go`` ``GetImagePath``/``GetPrecompiledImagePath``,
+  ``manifests/state-driver/0500_daemonset.yaml``); the DaemonSet controller labels each pod
+  ``pod-template-generation`` and k8s-operator-libs ``pkg/upgrade`` restarts a pod whose value is not its
+  DaemonSet's ``metadata.generation`` (``utils.GetPodTemplateGeneration``). GPU Feature Discovery (the chart's
+  ``gfd`` is k8s-device-plugin v0.20.0) labels the node ``nvidia.com/cuda.driver-version.full`` with the
+  driver NVML reports (``internal/lm/nvml.go`` ``newVersionLabeler``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Final
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
@@ -51,9 +85,6 @@ CONFLICT_REASON: Final = "ConflictingNodeSelector"
 #: Spec fields the CRD forbids changing in place: a change needs a new resource (replaceOnChanges).
 IMMUTABLE_SPEC_FIELDS: Final = ("driverType", "usePrecompiled")
 
-#: pulumi-kubernetes waits for a custom resource until this holds (``pulumi up`` fails on timeout).
-WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
-WAIT_FOR_READY: Final = "jsonpath={.status.state}=" + READY_STATE
 
 #: The driver version a GPU node runs, as nvidia-smi reports it (one line per GPU; tests/fixtures/nvidia-smi).
 DRIVER_VERSION_QUERY: Final = "nvidia-smi --query-gpu=driver_version --format=csv,noheader"
@@ -61,6 +92,23 @@ DRIVER_VERSION_QUERY: Final = "nvidia-smi --query-gpu=driver_version --format=cs
 DRIVER_POLL_SECONDS: Final = 10
 
 _PERCENT = re.compile(r"(\d+)%\Z")
+
+
+#: The node label the operator writes with the NVIDIADriver that owns the node (``internal/consts/consts.go``).
+OWNER_LABEL: Final = "nvidia.com/gpu-operator.driver.owner"
+#: Only GPU nodes get an owner (``AssignOwners`` lists nodes with this label).
+GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
+#: Driver pods, whichever DaemonSet (ClusterPolicy's or an NVIDIADriver's) made them.
+DRIVER_POD_COMPONENT: Final = ("app.kubernetes.io/component", "nvidia-driver")
+DRIVER_CONTAINER: Final = "nvidia-driver-ctr"
+#: The DaemonSet controller's label on each pod: the template generation it was made from.
+POD_TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
+#: Where an apps/v1 DaemonSet keeps its template generation (Kubernetes ``pkg/apis/apps/v1/conversion.go``).
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
+#: GPU Feature Discovery's label with the driver NVML reports on the node.
+GFD_DRIVER_VERSION_LABEL: Final = "nvidia.com/cuda.driver-version.full"
+#: The upgrade controller's per-node state label (k8s-operator-libs ``GetUpgradeStateLabelKey``, driver component).
+UPGRADE_STATE_LABEL: Final = "nvidia.com/gpu-driver-upgrade-state"
 
 
 def resource_name(group: str) -> str:
@@ -92,6 +140,25 @@ def upgrade_waves(nodes: int, max_parallel_upgrades: int, max_unavailable: str |
         return 0
     per_wave = nodes_per_wave(nodes, max_parallel_upgrades, max_unavailable)
     return math.ceil(nodes / per_wave) if per_wave else None
+
+
+def selecting_drivers(node_labels: Mapping[str, str], selectors: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The non-default NVIDIADriver resources whose nodeSelector matches a node with ``node_labels``, sorted.
+
+    ``AssignOwners`` gives the node to the one match; none leaves it to a default resource (or to no
+    driver at all), two are an error for the whole cluster. Asked by the config check and the policy pack.
+    """
+    return sorted(
+        name for name, selector in selectors.items() if all(node_labels.get(k) == v for k, v in selector.items())
+    )
+
+
+def driver_image_prefix(repository: str, image: str, version: str) -> str:
+    """What the driver container's image of ``version`` starts with: ``<repository>/<image>:<version>-``
+    (the operator appends ``-<os>``, or ``-<kernel>-<os>`` for precompiled drivers); a digest is exact."""
+    if version.startswith("sha256:"):
+        return f"{repository}/{image}@{version}"
+    return f"{repository}/{image}:{version}-"
 
 
 def driver_check_script(version: str) -> str:

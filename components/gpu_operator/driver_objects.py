@@ -91,7 +91,6 @@ def nvidia_driver_object(
             "name": crd.resource_name(group.name),
             "labels": dict(MANAGED_BY_LABELS),
             "annotations": {
-                crd.WAIT_FOR_ANNOTATION: crd.WAIT_FOR_READY,
                 # Read by the policy pack: each driver is checked against its own pools.
                 DRIVER_POOLS_ANNOTATION: ",".join(p.pool for p in group.pools),
                 GPU_MODELS_ANNOTATION: ",".join(sorted(set(gpu_models))),

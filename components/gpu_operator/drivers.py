@@ -26,7 +26,7 @@ from components.catalog.drivers import (
     two_drivers_on_node,
 )
 from components.catalog.gpus import Architecture
-from components.catalog.nvidia_driver import upgrade_waves
+from components.catalog.nvidia_driver import nodes_per_wave, resource_name, upgrade_waves
 from components.catalog.pools import GpuPool
 from components.catalog.versions import parse_version
 from components.gpu_operator.config import GpuOperatorConfig
@@ -67,17 +67,15 @@ class PoolDriver:
         return max_cuda_for_driver(self.version)
 
     @property
+    def auto_upgrade_key(self) -> str:
+        """The config key of the pool's ``autoUpgrade`` (the pool's own policy, else the stack's)."""
+        return self.upgrade_policy_key.rsplit(".", 1)[0] + ".autoUpgrade"
+
+    @property
     def inherits_version_for_own_cuda(self) -> bool:
         """The pool sets its own CUDA level but takes the version from the stack (or the chart)."""
         own_cuda = self.cuda_key != "cuda.version"
         return own_cuda and self.version_key.rsplit(".", 1)[0] != self.cuda_key.rsplit(".", 1)[0]
-
-    @property
-    def waves(self) -> int | None:
-        """Rounds a driver change of the pool takes: ``ceil(nodes / maxParallelUpgrades)``, bounded by
-        ``maxUnavailable`` (None: ``maxUnavailable`` resolves to 0 nodes, so it cannot progress)."""
-        policy = self.upgrade_policy
-        return upgrade_waves(self.nodes, policy.max_parallel_upgrades, policy.max_unavailable)
 
     def spec_key(self) -> str:
         """What makes two pools' drivers the same resource (a canary pool is always its own)."""
@@ -116,6 +114,29 @@ class DriverGroup:
     def cuda(self) -> str:
         """The newest CUDA level any pool of the group needs."""
         return max((p.cuda for p in self.pools), key=parse_version)
+
+    @property
+    def nodes(self) -> int:
+        """The nodes one upgrade budget covers: every node of every pool of the group (at their maximum).
+
+        The operator counts per NVIDIADriver (or cluster-wide for the ClusterPolicy's driver), over every node
+        it manages, cordoned and NotReady ones included (``components.catalog.nvidia_driver``, Waves): two
+        pools on one driver share one budget.
+        """
+        return sum(p.nodes for p in self.pools)
+
+    @property
+    def nodes_per_wave(self) -> int:
+        """Nodes the upgrade controller takes at once under the group's own ``upgradePolicy``."""
+        policy = self.driver.upgrade_policy
+        return nodes_per_wave(self.nodes, policy.max_parallel_upgrades, policy.max_unavailable)
+
+    @property
+    def waves(self) -> int | None:
+        """Rounds a driver change of the group takes: ``ceil(nodes / nodes per wave)`` (None: ``maxUnavailable``
+        resolves to 0 nodes, so it cannot progress)."""
+        policy = self.driver.upgrade_policy
+        return upgrade_waves(self.nodes, policy.max_parallel_upgrades, policy.max_unavailable)
 
 
 @dataclass(frozen=True)
@@ -226,9 +247,12 @@ def plan_driver(
         return (None, problems) if problems else (plan, [])
     pool_drivers = tuple(_pool_driver(operator, pool, requests.get(pool.name), plan, context) for pool in pools)
     problems.extend(_pool_problems(operator, pools, pool_drivers, context))
+    groups = _groups(pool_drivers)
+    problems.extend(_budget_problems(groups))
+    problems.extend(_ownership_values_problems(operator, groups))
     if problems:
         return None, problems
-    return DriverPlan(plan.owner, plan.version, plan.config_key, plan.explicit, pool_drivers, _groups(pool_drivers)), []
+    return DriverPlan(plan.owner, plan.version, plan.config_key, plan.explicit, pool_drivers, groups), []
 
 
 def _pool_driver(
@@ -346,14 +370,64 @@ def _pool_problems(
                 driver.kernel_module_key,
                 "open kernel modules need Turing or newer; Volta (V100) needs proprietary or auto",
             )
-        if driver.waves is None and driver.upgrade_policy.auto_upgrade:
+    yield from _smoke_and_toolkit_problems(operator, drivers, context)
+
+
+def _budget_problems(groups: Sequence[DriverGroup]) -> Iterator[Problem]:
+    """Each upgrade budget (an NVIDIADriver, or the ClusterPolicy's one driver) must let a node go, and with
+    NVIDIADriver resources the upgrade controller must be on for each of them.
+
+    ``autoUpgrade: false`` on an NVIDIADriver: nothing replaces a driver pod (the DaemonSet is ``OnDelete``),
+    and on the move from the ClusterPolicy the old, orphaned pod keeps the node while the new one stays Pending
+    on the pods' anti-affinity, so the step's proof could never pass (``components.catalog.nvidia_driver``).
+    """
+    per_pool = len(groups) > 1
+    for group in groups:
+        driver = group.driver
+        budget = f"NVIDIADriver {resource_name(group.name)}" if per_pool else "the ClusterPolicy's driver"
+        pools = ", ".join(p.pool for p in group.pools)
+        if per_pool and not driver.upgrade_policy.auto_upgrade:
+            yield Problem(
+                driver.auto_upgrade_key,
+                f"false leaves {budget} (pools {pools}) without the operator's upgrade controller: with NVIDIADriver "
+                "resources nothing else replaces a driver pod, and on the move from the ClusterPolicy driver the old "
+                "pod keeps the node while the new one stays Pending (pod anti-affinity), so the driver change never "
+                "completes; set true (maxParallelUpgrades and maxUnavailable pace it)",
+            )
+        elif group.waves is None and driver.upgrade_policy.auto_upgrade:
             yield Problem(
                 driver.upgrade_policy_key,
-                f"{driver.upgrade_policy.max_unavailable!r} allows no node of pool {driver.pool} "
-                f"({driver.nodes} nodes) to be upgraded at once, so a driver change could never progress; "
-                "allow at least one node",
+                f"{driver.upgrade_policy.max_unavailable!r} allows no node of {budget} (pools {pools}; {group.nodes} "
+                "nodes in one budget) to be upgraded at once, so a driver change could never progress; allow at "
+                "least one node",
             )
-    yield from _smoke_and_toolkit_problems(operator, drivers, context)
+
+
+def _ownership_values_problems(operator: GpuOperatorConfig, groups: Sequence[DriverGroup]) -> Iterator[Problem]:
+    """Every GPU pool is selected by exactly one NVIDIADriver: ``extraValues`` may not change how.
+
+    The operator gives a node to the one non-default NVIDIADriver that selects it, else to the ``default`` one,
+    else to none: no owner label, no driver, no error (``components.catalog.nvidia_driver``, Who owns a node).
+    The program declares the resources itself, so ``extraValues`` may not switch the chart's
+    ``driver.nvidiaDriverCRD`` (on without per-pool drivers: no resource, or the chart's default version on
+    every node; off with them: ours are ignored; its default resource or selector: nodes the program does
+    not declare). Within the program each pool's nodes carry their group's label, which no pool label may
+    replace (``names.OWNED_NODE_LABELS``), and each group's resource selects exactly that label.
+    """
+    crd_values = operator.extra_values.get("driver", {}).get("nvidiaDriverCRD")
+    per_pool = len(groups) > 1
+    if isinstance(crd_values, dict) and crd_values:
+        where = join_path(OPERATOR_PATH, "extraValues", "driver", "nvidiaDriverCRD")
+        mode = (
+            "one NVIDIADriver per driver group (enabled, no default resource)"
+            if per_pool
+            else "the ClusterPolicy's one driver (disabled)"
+        )
+        yield Problem(
+            where,
+            f"is set by the program: this stack runs {mode}, and a node no NVIDIADriver selects gets no driver; "
+            "remove it (give pools their own driver key to get NVIDIADriver resources)",
+        )
 
 
 def _smoke_and_toolkit_problems(

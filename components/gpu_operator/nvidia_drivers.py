@@ -1,9 +1,9 @@
-"""The ``NVIDIADriver`` resources of one ordering step (the canaries, or the rest), each awaited until ready.
+"""The ``NVIDIADriver`` resources of one ordering step (the canaries, or the rest).
 
 Used when pools run different drivers (``DriverPlan.per_pool``); the release then has
 ``driver.nvidiaDriverCRD.enabled`` and no default object (values.py), and the objects come from
-``driver_objects``. ``pulumi.com/waitFor`` makes ``pulumi up`` wait for ``status.state: ready``
-(components.catalog.nvidia_driver); the smoke Jobs then prove the version on the nodes.
+``driver_objects``. Nothing awaits their ``status.state`` (it cannot tell an old ``ready`` from a new one:
+components.catalog.nvidia_driver); the step's proof Job, which depends on them, proves every node.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class GpuDriversArgs:
 
 
 class GpuDrivers(pulumi.ComponentResource):
-    """The NVIDIADriver resources of one ordering step, each awaited until it reports ready."""
+    """The NVIDIADriver resources of one ordering step (the step's proof Job waits for them)."""
 
     drivers: dict[str, k8s.apiextensions.CustomResource]
 

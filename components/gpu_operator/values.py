@@ -89,9 +89,12 @@ def build_values(
     if operator.scope_nfd_to_gpu_nodes:
         values["node-feature-discovery"]["worker"]["nodeSelector"] = {GPU_NODE_LABEL: "true"}
     if plan.owner == "operator" and plan.per_pool:
-        # One NVIDIADriver resource per driver group, written by the program (gpu_operator.nvidia_drivers);
-        # the chart's default resource would select every GPU node and overlap them. The ClusterPolicy keeps
-        # the stack's upgrade policy: its autoUpgrade switches the operator's upgrade controller on.
+        # One NVIDIADriver resource per driver group, written by the program (gpu_operator.nvidia_drivers). No
+        # default resource: it would not overlap ours (it takes only nodes no other resource selects), but it would
+        # run the chart's default version on any node the program failed to label; instead every pool is checked
+        # to be selected by exactly one of ours (the config check, policy gpu-nodes-have-one-driver-owner). The
+        # chart writes the ClusterPolicy's upgradePolicy either way; in this mode the upgrade controller reads
+        # each NVIDIADriver's own instead (components.catalog.nvidia_driver, Waves).
         values["driver"].update(
             {
                 "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},

@@ -1,4 +1,5 @@
-"""The smoke-test capability owns the GPU smoke test: the ``smokeTest`` config section (``config.py``),
-which pools and MIG profiles get a Job (``targets.py``), and the awaited CUDA Jobs themselves
-(``component.py``), so a broken node fails ``pulumi up`` instead of the first user's workload.
+"""The smoke-test capability owns the awaited GPU Jobs: the ``smokeTest`` config section (``config.py``),
+which pools and MIG profiles get a smoke Job (``targets.py``), the smoke Jobs themselves (``component.py``), so a
+broken node fails ``pulumi up`` instead of the first user's workload, and the per-node proof Job of each driver
+or MIG step (``proof.py``).
 """

@@ -94,6 +94,9 @@ def driver_outputs(platform: Platform) -> dict[str, Any] | None:
     ``mode`` is ``nvidiaDriver`` (one NVIDIADriver resource per driver group), ``clusterPolicy`` (one
     driver for every pool, in the ClusterPolicy) or ``host`` (the hosts' own driver: no upgrade plan).
     ``order`` lists the pools of each step of a driver change: the canaries first, then the rest.
+    ``budgets`` are the upgrade budgets as the operator enforces them: one per NVIDIADriver (its own
+    ``upgradePolicy`` over all its pools' nodes), or one for the ClusterPolicy's driver over every pool; a
+    pool's ``waves`` are its budget's.
     """
     operator_plan = platform.plan.operator
     if platform.gpu_operator is None or operator_plan is None:
@@ -110,15 +113,29 @@ def driver_outputs(platform: Platform) -> dict[str, Any] | None:
                 "canary": False,
                 "step": None,
                 "nodes": pool.max_nodes,
+                "budget": None,
                 "waves": None,
             }
             for pool in platform.plan.pools
         }
-        return {"owner": "host", "mode": "host", "pools": pools, "order": []}
+        return {"owner": "host", "mode": "host", "pools": pools, "order": [], "budgets": {}}
     steps = [driver.canary_groups, driver.later_groups] if driver.canary_groups else [driver.later_groups]
     result: dict[str, Any] = {}
+    budgets: dict[str, Any] = {}
     for step, groups in enumerate(steps, start=1):
         for group in groups:
+            budget = nvidia_driver.resource_name(group.name) if driver.per_pool else "ClusterPolicy"
+            group_policy = group.driver.upgrade_policy
+            budgets[budget] = {
+                "step": step,
+                "pools": [p.pool for p in group.pools],
+                "nodes": group.nodes,
+                "autoUpgrade": group_policy.auto_upgrade,
+                "maxParallelUpgrades": group_policy.max_parallel_upgrades,
+                "maxUnavailable": group_policy.max_unavailable,
+                "nodesPerWave": group.nodes_per_wave,
+                "waves": group.waves,
+            }
             for pool in group.pools:
                 policy = pool.upgrade_policy
                 result[pool.pool] = {
@@ -133,7 +150,8 @@ def driver_outputs(platform: Platform) -> dict[str, Any] | None:
                     "nodes": pool.nodes,
                     "maxParallelUpgrades": policy.max_parallel_upgrades,
                     "maxUnavailable": policy.max_unavailable,
-                    "waves": pool.waves,
+                    "budget": budget,
+                    "waves": group.waves,
                 }
     order = [sorted(p.pool for g in groups for p in g.pools) for groups in steps]
     return {
@@ -141,6 +159,7 @@ def driver_outputs(platform: Platform) -> dict[str, Any] | None:
         "mode": "nvidiaDriver" if driver.per_pool else "clusterPolicy",
         "pools": dict(sorted(result.items())),
         "order": order,
+        "budgets": dict(sorted(budgets.items())),
     }
 
 

@@ -28,16 +28,19 @@ from components.bare_metal.node_labels import (
 from components.base import dependency_graph
 from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
+from components.catalog.names import MIG_CONFIG_LABEL, PROOF_NAMESPACE
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.gpu_operator.drivers import DriverGroup, driverless_hosts
 from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
+from components.gpu_operator.proof_steps import mig_step_settings, step_settings
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
 from components.node_agent.desired import agent_mig_labels, pool_budgets
 from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
+from components.smoke_test.proof import GpuProof, GpuProofAccess, ProofAccessArgs, ProofArgs
 from components.smoke_test.targets import SmokeTarget
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
@@ -65,6 +68,9 @@ class Platform:
     canary_drivers: GpuDrivers | None = None
     canary_smoke_test: GpuSmokeTest | None = None
     drivers: GpuDrivers | None = None
+    #: The per-node proof of each driver step (step name -> its awaited Job), and their shared access.
+    proofs: dict[str, GpuProof] = field(default_factory=dict)
+    proof_access: GpuProofAccess | None = None
     observability: Observability | None = None
 
 
@@ -140,12 +146,13 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
 
 
 def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
-    """The smoke Jobs, and with per-pool drivers the NVIDIADriver resources, in canary order.
+    """The smoke Jobs, the proof of each driver step, and with per-pool drivers the NVIDIADriver resources.
 
-    canary pools' NVIDIADriver (awaited until ready) -> their smoke Jobs (the declared driver on the node,
-    then CUDA) -> every other pool's NVIDIADriver -> their smoke Jobs. A failing canary fails ``pulumi up``
-    before Pulumi touches the other pools' drivers: they depend on the canary Jobs. Every Job waits for the
-    release (which waits for node groups and host preparation) and for its own node's NodePatch (whose MIG
+    canary pools' NVIDIADriver -> the canary step's proof Job (every node of the canary pools on the declared
+    driver, CUDA on each) -> their smoke Jobs -> every other pool's NVIDIADriver -> that step's proof -> their smoke
+    Jobs. A lagging canary node fails ``pulumi up`` (the proof names it) before Pulumi touches the other pools'
+    drivers: they depend on the canary's proof and smoke Jobs, never on an NVIDIADriver's status. Every Job waits
+    for the release (which waits for node groups and host preparation) and for its own node's NodePatch (whose MIG
     label names a config the release defines); an NVIDIADriver waits for the patches of the nodes it selects.
     """
     stack, operator_plan, operator = plan.config, plan.operator, platform.gpu_operator
@@ -167,14 +174,15 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
             driver_plan.canary_groups,
             [*operator.ready, *_selected_patches(plan, node_labels, driver_plan.canary_groups)],
         )
-        later_prerequisites = platform.canary_drivers.ready
+        canary_ready = _proof(plan, platform, "canary", driver_plan.canary_groups, platform.canary_drivers.ready)
+        later_prerequisites = canary_ready
         if smoke:
             platform.canary_smoke_test = _smoke_test(
                 plan,
                 provider,
                 "gpu-smoke-test-canary",
                 [t for t in plan.smoke_targets if t.pool in canary_pools],
-                platform.canary_drivers.ready,
+                canary_ready,
                 node_labels,
             )
             later_prerequisites = [*later_prerequisites, *platform.canary_smoke_test.ready]
@@ -182,6 +190,16 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
         later_prerequisites = [*later_prerequisites, *_selected_patches(plan, node_labels, driver_plan.later_groups)]
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
         smoke_prerequisites = platform.drivers.ready
+    if driver_plan.owner == "operator" and driver_plan.later_groups:
+        step = "rest" if canary_pools else "all"  # one name in both driver modes: the same Job URN
+        smoke_prerequisites = _proof(plan, platform, step, driver_plan.later_groups, smoke_prerequisites)
+    elif driver_plan.owner == "host" and smoke:
+        # The hosts own the driver: the proof closes the MIG layouts of the pools the program re-partitions.
+        # The proof waits for every node's MIG label (linear: one edge each); each smoke Job waits for the proof
+        # and its own node's label only. Without a proof the smoke Jobs keep waiting for the release as before.
+        mig_ready = platform.node_labels.ready if platform.node_labels is not None else []
+        proven = _proof(plan, platform, "mig", (), [*operator.ready, *mig_ready])
+        smoke_prerequisites = proven if "mig" in platform.proofs else smoke_prerequisites
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
         platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites, node_labels)
@@ -198,6 +216,71 @@ def _selected_patches(
         if set(plan.driver_labels(node).values()) & names
         for patch in patches
     ]
+
+
+def _proof(
+    plan: Plan, platform: Platform, step: str, groups: tuple[DriverGroup, ...], depends_on: list[pulumi.Resource]
+) -> list[pulumi.Resource]:
+    """The proof Job of one step (``components.smoke_test.proof``); returns what the next step waits for.
+
+    A driver step proves its ``groups``' pools; with no groups (the hosts own the driver) the step proves the MIG
+    layouts of the pools the program re-partitions.
+
+    Its CUDA pods use the smoke-test image and each pool's first smoke resource: with the smoke test off, or
+    every pool of the step skipped, there is no proof and the next step waits for ``depends_on`` as before.
+    """
+    stack, operator_plan = plan.config, plan.operator
+    if operator_plan is None or platform.gpu_operator is None or not stack.smoke_test.enabled:
+        return depends_on
+    resources: dict[str, str] = {}
+    for target in plan.smoke_targets:
+        resources.setdefault(target.pool, target.resource)
+    mig = {
+        pool.name: (plan.mig.labels(pool.name)[MIG_CONFIG_LABEL], plan.mig.resources_per_node(pool))
+        for pool in plan.pools
+        if MIG_CONFIG_LABEL in plan.mig.labels(pool.name)
+    }
+    namespace, deadline = stack.gpu_operator.namespace, stack.gpu_operator.timeout_seconds
+    if groups:
+        settings = step_settings(
+            step,
+            groups,
+            operator_plan.driver,
+            plan.pools,
+            values=operator_plan.values,
+            objects=operator_plan.nvidia_drivers,
+            chart_version=stack.gpu_operator.chart_version,
+            resources=resources,
+            mig=mig,
+            image=stack.smoke_test.image,
+            namespace=PROOF_NAMESPACE,
+            operator_namespace=namespace,
+            deadline_seconds=deadline,
+        )
+    else:
+        settings = mig_step_settings(
+            step,
+            plan.pools,
+            resources=resources,
+            mig=mig,
+            host_driver=operator_plan.driver.version,
+            image=stack.smoke_test.image,
+            namespace=PROOF_NAMESPACE,
+            operator_namespace=namespace,
+            deadline_seconds=deadline,
+        )
+    if settings is None:
+        return depends_on
+    provider = platform.access.provider
+    if platform.proof_access is None:
+        platform.proof_access = GpuProofAccess(
+            "gpu-proof-access",
+            ProofAccessArgs(stack.gpu_operator.namespace, provider, depends_on=platform.gpu_operator.ready),
+        )
+    platform.proofs[step] = GpuProof(
+        f"gpu-proof-{step}", ProofArgs(settings, platform.proof_access, provider, depends_on=depends_on)
+    )
+    return platform.proofs[step].ready
 
 
 def _gpu_drivers(

@@ -8,13 +8,17 @@ toolkit fails at run time with "CUDA driver version is insufficient". (3) A driv
 dropped an architecture (R595 and Volta) leaves those nodes with no working GPU at all.
 With per-pool drivers (the release's ``driver.nvidiaDriverCRD.enabled``) each ``NVIDIADriver``
 resource is checked against the GPU models of the nodes its ``nodeSelector`` matches and the CUDA
-level its pools declare, not against the whole fleet.
+level its pools declare, not against the whole fleet. (4) With NVIDIADriver resources the operator gives each GPU
+node to the one resource that selects it, else to a default one, else to none: no owner, no driver, no error
+(``components.catalog.nvidia_driver``), so every GPU node must be selected by exactly one.
 All facts (CUDA minimums, architecture support, chart default drivers) come from ``components.catalog``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -35,10 +39,20 @@ from components.catalog.drivers import (
     two_drivers_on_node,
 )
 from components.catalog.gpus import Architecture, UnknownGpuModelError, gpu_model
+from components.catalog.names import DRIVER_GROUP_LABEL
+from components.catalog.nvidia_driver import OWNER_LABEL, selecting_drivers
 from components.catalog.versions import is_version
 
 from .facts import StackFacts, stack_facts
-from .names import DRIVER_VERSION_ANNOTATION, GPU_MODEL_LABEL, GPU_MODELS_ANNOTATION, OPT_IN_LABEL, OPT_IN_VALUE
+from .names import (
+    DRIVER_VERSION_ANNOTATION,
+    GPU_MODEL_LABEL,
+    GPU_MODELS_ANNOTATION,
+    NVIDIA_DRIVER_TYPE,
+    OPT_IN_LABEL,
+    OPT_IN_VALUE,
+)
+from .props import get, text
 from .settings import setting
 
 
@@ -247,4 +261,60 @@ driver_supports_gpu_architectures = StackValidationPolicy(
     tags=["gpu", "driver"],
 )
 
-POLICIES = [host_driver_removal_required, driver_supports_cuda, driver_supports_gpu_architectures]
+
+def _default_resources(resources: Iterable[Any]) -> list[str]:
+    """The NVIDIADriver resources marked ``spec.default: true`` (they own the nodes no other one selects)."""
+    return [
+        text(get(r.props, "metadata", "name")) or r.name
+        for r in resources
+        if r.resource_type == NVIDIA_DRIVER_TYPE and get(r.props, "spec", "default") is True
+    ]
+
+
+def _validate_owners(args: StackValidationArgs, report: ReportViolation) -> None:
+    facts = stack_facts(args.resources)
+    releases = [release for release in facts.operator_releases if release.uses_driver_resources]
+    if not releases:
+        args.not_applicable("the GPU Operator's driver is not run from NVIDIADriver resources")
+    release = releases[0]
+    # The chart's own default resource (values driver.nvidiaDriverCRD.deployDefaultCR, true by default) and any
+    # default: true resource the stack declares take the nodes no other resource selects.
+    chart_default = get(release.values, "driver", "nvidiaDriverCRD", "deployDefaultCR") is not False
+    defaults = _default_resources(args.resources) + (["default (the chart's)"] if chart_default else [])
+    selectors = {d.name: dict(d.node_selector) for d in facts.nvidia_drivers if d.name not in defaults}
+    nodes = [(f"node group {g.name}", g.node_labels, g.urn) for g in facts.gpu_node_groups]
+    nodes += [(f"node patch {p.name}", p.labels, p.urn) for p in facts.node_patches if p.is_gpu_node]
+    for where, labels, resource_urn in nodes:
+        owners = selecting_drivers(labels, selectors)
+        if len(owners) > 1:
+            report(
+                f"{where} is selected by NVIDIADrivers {', '.join(owners)}: the operator refuses a node two of them "
+                "select (multiple NVIDIADrivers match the same node), so it gets no driver; give each node exactly "
+                f"one {DRIVER_GROUP_LABEL} value that one NVIDIADriver selects",
+                resource_urn or None,
+            )
+        elif not owners and not defaults:
+            report(
+                f"{where} is selected by no NVIDIADriver and release {release.name} deploys no default one: the "
+                f"operator gives its nodes no owner ({OWNER_LABEL}) and no driver, and reports nothing; label the "
+                f"nodes with the {DRIVER_GROUP_LABEL} of an NVIDIADriver",
+                resource_urn or None,
+            )
+
+
+gpu_nodes_have_one_driver_owner = StackValidationPolicy(
+    name="gpu-nodes-have-one-driver-owner",
+    description="With NVIDIADriver resources, every GPU node group and bare-metal GPU node is selected by exactly one "
+    "of them (or left to a default one): a node none selects gets no driver, silently.",
+    validate=_validate_owners,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.CRITICAL,
+    tags=["gpu", "driver"],
+)
+
+POLICIES = [
+    host_driver_removal_required,
+    driver_supports_cuda,
+    driver_supports_gpu_architectures,
+    gpu_nodes_have_one_driver_owner,
+]

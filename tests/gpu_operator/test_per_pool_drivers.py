@@ -16,10 +16,12 @@ import jsonschema
 import pytest
 import yaml
 
+from components.base.problems import StackConfigError
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
+from preview.driver_plan import driver_upgrade_plan
 from preview.runner import ProgramRun
-from tests.helpers import refusal, run_raw, set_path, stack_raw
+from tests.helpers import plan_raw, refusal, run_raw, set_path, stack_raw
 from tests.support.chart_render import PINNED_CHART, render_release
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -108,19 +110,25 @@ def test_our_objects_carry_what_the_charts_default_object_would(dev: ProgramRun)
         assert driver["spec"]["upgradePolicy"].keys() == default["spec"]["upgradePolicy"].keys()
 
 
-def test_pulumi_waits_for_each_nvidiadriver_to_report_ready(dev: ProgramRun) -> None:
-    for registration in dev.by_type(NVIDIA_DRIVER_TYPE):
-        annotations = registration.inputs["metadata"]["annotations"]
-        assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
+def test_no_step_waits_on_an_nvidiadrivers_status(dev: ProgramRun) -> None:
+    """Its status has no observedGeneration: after a change pulumi up would read the old ready and move on."""
+    drivers = dev.by_type(NVIDIA_DRIVER_TYPE)
+    assert drivers
+    for registration in drivers:
+        assert "pulumi.com/waitFor" not in registration.inputs["metadata"]["annotations"]
 
 
-def test_smoke_jobs_wait_for_their_pools_declared_driver_after_its_nvidiadriver(dev: ProgramRun) -> None:
+def test_smoke_jobs_wait_for_their_pools_declared_driver_after_the_steps_proof(dev: ProgramRun) -> None:
     drivers = {r.inputs["spec"]["nodeSelector"][DRIVER_GROUP_LABEL]: r for r in dev.by_type(NVIDIA_DRIVER_TYPE)}
-    for job in dev.by_type(JOB):
+    proof = dev.one(JOB, "gpu-proof-all-job")
+    assert {driver.urn for driver in drivers.values()} <= set(proof.dependencies)
+    smoke = [job for job in dev.by_type(JOB) if job is not proof]
+    assert smoke
+    for job in smoke:
         pool = job.inputs["metadata"]["labels"]["gpu-platform.io/pool"]
         (check,) = job.inputs["spec"]["template"]["spec"]["initContainers"]
         assert f'want="{drivers[pool].inputs["spec"]["version"]}"' in check["command"][2]
-        assert drivers[pool].urn in job.dependencies
+        assert proof.urn in job.dependencies  # after every node of the step is proven, not after a status
 
 
 def test_a_single_driver_keeps_the_clusterpolicy_driver() -> None:
@@ -183,8 +191,18 @@ def test_outputs_give_each_pools_driver_and_newest_cuda(dev: ProgramRun) -> None
         (
             "nodeGroups.a100.driver",
             {"upgradePolicy": {"maxUnavailable": "0%"}},
-            "nodeGroups.a100.driver.upgradePolicy.maxUnavailable: '0%' allows no node of pool a100 (2 nodes) to be "
-            "upgraded at once, so a driver change could never progress; allow at least one node",
+            "nodeGroups.a100.driver.upgradePolicy.maxUnavailable: '0%' allows no node of NVIDIADriver "
+            "gpu-platform-a100 (pools a100; 2 nodes in one budget) to be upgraded at once, so a driver change could "
+            "never progress; allow at least one node",
+        ),
+        (
+            "nodeGroups.a100.driver",
+            {"upgradePolicy": {"autoUpgrade": False}},
+            "nodeGroups.a100.driver.upgradePolicy.autoUpgrade: false leaves NVIDIADriver gpu-platform-a100 (pools "
+            "a100) without the operator's upgrade controller: with NVIDIADriver resources nothing else replaces a "
+            "driver pod, and on the move from the ClusterPolicy driver the old pod keeps the node while the new one "
+            "stays Pending (pod anti-affinity), so the driver change never completes; set true (maxParallelUpgrades "
+            "and maxUnavailable pace it)",
         ),
         (
             "nodeGroups.v100.driver",
@@ -266,8 +284,62 @@ def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees
     assert f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-a100" in flagged and f"{NVIDIA_DRIVER_TYPE}::gpu-drivers-v100" in flagged
 
 
-def test_no_node_at_a_time_is_accepted_when_the_upgrade_controller_is_off() -> None:
-    """maxUnavailable 0% only stalls automatic upgrades: with autoUpgrade false nothing waits on it."""
-    policy = {"autoUpgrade": False, "maxUnavailable": "0%"}
-    run = run_raw("dev", set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", policy))
+def test_no_node_at_a_time_is_accepted_when_the_clusterpolicys_upgrade_controller_is_off() -> None:
+    """maxUnavailable 0% only stalls automatic upgrades: with autoUpgrade false nothing waits on it (one driver)."""
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
+    raw = set_path(raw, "gpuOperator.driver.upgradePolicy", {"autoUpgrade": False, "maxUnavailable": "0%"})
+    run = run_raw("dev", raw)
+    assert run.outputs["drivers"]["mode"] == "clusterPolicy"
     assert run.outputs["drivers"]["pools"]["a100"]["waves"] is None
+
+
+def test_two_pools_on_one_driver_are_one_budget() -> None:
+    """The ClusterPolicy's driver: the upgrade controller scales maxUnavailable over every managed node at once."""
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
+    outputs = run_raw("dev", raw).outputs
+    drivers = outputs["drivers"]
+    printed = [line.strip() for line in driver_upgrade_plan(None, outputs) if line.startswith("    ")]
+    assert printed[0].endswith(
+        "2 node(s), one budget with 5 node(s) of ClusterPolicy, 5 wave(s) at maxParallelUpgrades 1, maxUnavailable 25%"
+    )
+    # v100 (3 nodes) + a100 (2 nodes) = 5 nodes; 25% of 5 rounds up to 2, maxParallelUpgrades 1 -> 5 waves, not 3 and 2.
+    assert {name: p["waves"] for name, p in drivers["pools"].items()} == {"a100": 5, "v100": 5}
+    assert drivers["budgets"] == {
+        "ClusterPolicy": {
+            "step": 1,
+            "pools": ["a100", "v100"],
+            "nodes": 5,
+            "autoUpgrade": True,
+            "maxParallelUpgrades": 1,
+            "maxUnavailable": "25%",
+            "nodesPerWave": 1,
+            "waves": 5,
+        }
+    }
+
+
+def test_each_nvidiadriver_is_its_own_budget_with_its_own_policy() -> None:
+    raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.upgradePolicy", {"maxParallelUpgrades": 0})
+    budgets = run_raw("dev", raw).outputs["drivers"]["budgets"]
+    assert set(budgets) == {"gpu-platform-a100", "gpu-platform-v100"}
+    # a100: no parallel limit, 25% of its own 2 nodes rounds up to 1 -> 2 waves; v100 keeps 1 at a time over 3.
+    assert (budgets["gpu-platform-a100"]["nodesPerWave"], budgets["gpu-platform-a100"]["waves"]) == (1, 2)
+    assert (budgets["gpu-platform-v100"]["nodes"], budgets["gpu-platform-v100"]["waves"]) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("per_pool", "crd_values"),
+    [
+        (False, {"enabled": True, "deployDefaultCR": False}),  # no resource at all: every GPU node without a driver
+        (True, {"deployDefaultCR": True}),
+        (True, {"enabled": False}),  # the ClusterPolicy would ignore the NVIDIADriver resources
+    ],
+)
+def test_extra_values_may_not_change_who_selects_the_nodes(per_pool: bool, crd_values: dict[str, object]) -> None:
+    raw = stack_raw("dev") if per_pool else set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
+    raw = set_path(raw, "gpuOperator.extraValues", {"driver": {"nvidiaDriverCRD": crd_values}})
+    with pytest.raises(StackConfigError) as caught:
+        plan_raw(raw)
+    (message,) = [line for line in str(caught.value).splitlines() if "nvidiaDriverCRD" in line]
+    assert message.strip().startswith("gpuOperator.extraValues.driver.nvidiaDriverCRD: is set by the program")
+    assert "a node no NVIDIADriver selects gets no driver" in message

@@ -8,6 +8,7 @@ from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
 from policies.gpu_policies.drivers import (
     driver_supports_cuda,
     driver_supports_gpu_architectures,
+    gpu_nodes_have_one_driver_owner,
     host_driver_removal_required,
 )
 from policies.gpu_policies.names import NODE_GROUP_TYPE, NODE_PATCH_TYPE, NVIDIA_DRIVER_TYPE, OPT_IN_LABEL, OPT_IN_VALUE
@@ -207,3 +208,49 @@ def test_each_nvidiadriver_meets_the_cuda_level_its_pools_declare() -> None:
         "NVIDIADriver gpu-platform-a100 spec.version: driver 580.95.05 is too old for CUDA 13.2 workloads; CUDA 13.2 "
         "needs driver 595.45.04 or newer (strict check) (the CUDA level its pools declare)"
     ]
+
+
+# -- gpu-nodes-have-one-driver-owner ------------------------------------------------------------
+
+
+def test_every_gpu_node_group_selected_by_exactly_one_nvidiadriver_passes() -> None:
+    resources = _mixed_fleet(_nvidia_driver("v100", "580.95.05", "v100"), _nvidia_driver("a100", "595.91.07", "a100"))
+    assert run_stack(gpu_nodes_have_one_driver_owner, resources).messages == []
+    assert gpu_nodes_have_one_driver_owner.enforcement_level is EnforcementLevel.MANDATORY
+
+
+def test_a_gpu_node_group_no_nvidiadriver_selects_is_refused_by_name() -> None:
+    """The silent gap: without a default resource its nodes get no owner and no driver, and nothing reports it."""
+    outcome = run_stack(gpu_nodes_have_one_driver_owner, _mixed_fleet(_nvidia_driver("v100", "580.95.05", "v100")))
+    assert outcome.messages == [
+        "node group g1 is selected by no NVIDIADriver and release gpu-operator-release deploys no default one: the "
+        "operator gives its nodes no owner (nvidia.com/gpu-operator.driver.owner) and no driver, and reports "
+        "nothing; label the nodes with the gpu-platform.io/driver of an NVIDIADriver"
+    ]
+    assert outcome.urns == [urn(NODE_GROUP_TYPE, "g1")]
+
+
+def test_a_node_two_nvidiadrivers_select_is_refused() -> None:
+    both = ("v100", "580.95.05", "v100")
+    wide = (NVIDIA_DRIVER_TYPE, "gpu-drivers-all", {"metadata": {"name": "all"}, "spec": {"version": "580.95.05"}})
+    outcome = run_stack(gpu_nodes_have_one_driver_owner, _mixed_fleet(_nvidia_driver(*both), wide))
+    assert outcome.messages[0].startswith("node group g0 is selected by NVIDIADrivers all, gpu-platform-v100:")
+    assert len(outcome.messages) == 1  # g1 (a100) is selected by "all" only
+
+
+def test_the_charts_default_resource_takes_the_nodes_no_other_selects() -> None:
+    release = operator_release({"driver": {"enabled": True, "nvidiaDriverCRD": {"enabled": True}}})
+    v100 = node_group(model="V100-32GB", node_labels={"gpu-platform.io/driver": "v100"})
+    a100 = node_group(model="A100-80GB")
+    resources = [*stack(v100, a100, release=release), _nvidia_driver("v100", "580.95.05", "v100")]
+    assert run_stack(gpu_nodes_have_one_driver_owner, resources).messages == []
+
+
+def test_a_bare_metal_gpu_node_without_an_owner_is_refused() -> None:
+    patch = (NODE_PATCH_TYPE, "gpu-nodes-n1", {"metadata": {"name": "n1", "labels": {"gpu-platform.io/gpu": "true"}}})
+    outcome = run_stack(gpu_nodes_have_one_driver_owner, [*stack(release=PER_POOL), patch])
+    assert outcome.messages[0].startswith("node patch gpu-nodes-n1 is selected by no NVIDIADriver")
+
+
+def test_the_clusterpolicy_driver_needs_no_owner() -> None:
+    assert run_stack(gpu_nodes_have_one_driver_owner, stack(node_group(), release=OPERATOR_580)).not_applicable

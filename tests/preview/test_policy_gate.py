@@ -132,6 +132,11 @@ def _preinstalled(inputs: dict[str, Any]) -> None:
     inputs["nodeLabels"].pop(OPT_IN_LABEL, None)
 
 
+def _no_driver_owner(inputs: dict[str, Any]) -> None:
+    """dev runs NVIDIADriver resources and no default one: a group without its driver label gets no driver."""
+    inputs["nodeLabels"].pop("gpu-platform.io/driver")
+
+
 def _extra_taint(inputs: dict[str, Any]) -> None:
     inputs["nodeTaints"].append("dedicated=gpu:NoExecute")
 
@@ -210,6 +215,7 @@ SEEDS: list[tuple[str, str, Callable[[ProgramRun], list[Registration]]]] = [
         "r595",
         lambda run: _edit(run, NVIDIA_DRIVER, _r595_driver, name="gpu-drivers-v100"),
     ),
+    ("gpu-nodes-have-one-driver-owner", "unowned", lambda run: _edit(run, NODE_GROUP_TYPE, _no_driver_owner)),
     ("gpu-operator-values-contract", "unread-key", lambda run: _edit(run, RELEASE, _unread_key)),
     ("mig-layouts-placeable", "bad-layout", lambda run: _edit(run, RELEASE, _bad_mig_layout)),
     ("kubeflow-no-public-credentials", "default-hash", lambda run: _edit(run, SECRET, _default_password)),

@@ -65,7 +65,7 @@ def _labels(run: ProgramRun) -> dict[str, dict[str, str]]:
 
 
 def _jobs(run: ProgramRun, node: str) -> list[Any]:
-    return [r for r in run.by_type(JOB) if r.inputs["metadata"]["labels"]["gpu-platform.io/pool"] == node]
+    return [r for r in run.by_type(JOB) if r.inputs["metadata"]["labels"].get("gpu-platform.io/pool") == node]
 
 
 def test_one_nvidiadriver_per_driver_each_selecting_only_its_nodes(prod: ProgramRun) -> None:
@@ -89,7 +89,7 @@ def test_one_nvidiadriver_per_driver_each_selecting_only_its_nodes(prod: Program
 def test_every_nvidiadriver_is_valid_against_the_chart_crd(prod: ProgramRun, crd_schema: dict[str, Any]) -> None:
     for registration in prod.by_type(NVIDIA_DRIVER_TYPE):
         jsonschema.validate(registration.inputs, crd_schema)
-        assert registration.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
+        assert "pulumi.com/waitFor" not in registration.inputs["metadata"]["annotations"]  # the proof Job gates
 
 
 def test_the_real_chart_runs_the_operators_driver_and_toolkit_through_nvidiadrivers(prod: ProgramRun) -> None:
@@ -107,13 +107,16 @@ def test_canary_node_then_its_smoke_jobs_then_the_other_nodes(prod: ProgramRun) 
     canary_jobs = _jobs(prod, "gpu-node-1")
     rest_jobs = [*_jobs(prod, "gpu-node-2"), *_jobs(prod, "gpu-node-3")]
     assert canary_jobs and rest_jobs
+    canary_proof, rest_proof = prod.one(JOB, "gpu-proof-canary-job"), prod.one(JOB, "gpu-proof-rest-job")
     assert release.urn in canary.dependencies
+    assert canary.urn in canary_proof.dependencies and canary_proof.urn in rest.dependencies
     for job in canary_jobs:
-        assert canary.urn in job.dependencies
+        assert canary_proof.urn in job.dependencies  # the canary node proven first
         assert job.urn in rest.dependencies  # the other nodes' driver waits for every canary Job
         assert rest.urn not in job.dependencies
+    assert rest.urn in rest_proof.dependencies
     for job in rest_jobs:
-        assert rest.urn in job.dependencies
+        assert rest_proof.urn in job.dependencies
     assert rest.urn not in canary.dependencies
     # Each Job first waits for its node's declared driver.
     for job in canary_jobs:
@@ -142,7 +145,8 @@ def test_the_drivers_output_gives_the_order_and_each_nodes_driver(prod: ProgramR
         (STACK_DRIVER, "gpu-platform-gpu-node-2")
     }
     assert drivers["owner"] == "operator" and drivers["mode"] == "nvidiaDriver"
-    assert pools["gpu-node-3"]["step"] == 2 and pools["gpu-node-3"]["waves"] == 1  # one node, one wave
+    # gpu-node-2 and gpu-node-3 share one NVIDIADriver: one budget of 2 nodes, 25% -> 1 at a time, 2 waves.
+    assert pools["gpu-node-3"]["step"] == 2 and pools["gpu-node-3"]["waves"] == 2
 
 
 def test_the_preview_prints_the_canary_node_first(prod: ProgramRun) -> None:

@@ -41,7 +41,7 @@ def _driver(run: ProgramRun, pool: str) -> Any:
 
 
 def _jobs(run: ProgramRun, pool: str) -> list[Any]:
-    return [r for r in run.by_type(JOB) if r.inputs["metadata"]["labels"]["gpu-platform.io/pool"] == pool]
+    return [r for r in run.by_type(JOB) if r.inputs["metadata"]["labels"].get("gpu-platform.io/pool") == pool]
 
 
 def test_the_canary_gets_its_own_nvidiadriver_even_with_the_same_driver(canary: ProgramRun) -> None:
@@ -57,10 +57,13 @@ def test_canary_then_its_smoke_jobs_then_the_rest(canary: ProgramRun) -> None:
     canary_driver, rest_driver = _driver(canary, "v100"), _driver(canary, "a100")
     (canary_job,) = _jobs(canary, "v100")
     (rest_job,) = _jobs(canary, "a100")
+    canary_proof = canary.one(JOB, "gpu-proof-canary-job")
+    rest_proof = canary.one(JOB, "gpu-proof-rest-job")
     assert release.urn in canary_driver.dependencies
-    assert canary_driver.urn in canary_job.dependencies
-    assert canary_job.urn in rest_driver.dependencies  # the rest waits for the canary's Jobs
-    assert rest_driver.urn in rest_job.dependencies
+    assert canary_driver.urn in canary_proof.dependencies  # each node of the canary proven, then its smoke Jobs
+    assert canary_proof.urn in canary_job.dependencies
+    assert canary_job.urn in rest_driver.dependencies and canary_proof.urn in rest_driver.dependencies
+    assert rest_driver.urn in rest_proof.dependencies and rest_proof.urn in rest_job.dependencies
     assert rest_driver.urn not in canary_job.dependencies and rest_driver.urn not in canary_driver.dependencies
 
 
@@ -90,7 +93,7 @@ class _FailingCanaryJob(PlatformMocks):
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == NVIDIA_DRIVER_TYPE:
             SENT.append(args.inputs["metadata"]["name"])
-        if args.typ == JOB and args.inputs["metadata"]["labels"]["gpu-platform.io/pool"] == "v100":
+        if args.typ == JOB and args.inputs["metadata"]["labels"].get("gpu-platform.io/pool") == "v100":
             raise RuntimeError("Job gpu-smoke-v100 failed: BackoffLimitExceeded")
         return super().new_resource(args)
 

@@ -90,9 +90,19 @@ def _closure(run: ProgramRun, urn: str) -> set[str]:
 
 
 def _jobs_and_mig_labels(run: ProgramRun) -> Iterator[str]:
+    """The smoke Jobs and MIG labels (the proof Job, one per step, waits for every node's label: see below)."""
     for registration in run.registrations:
+        if registration.type == JOB and registration.name.startswith("gpu-proof-"):
+            continue
         if registration.type in (JOB, NODE_PATCH):
             yield registration.urn
+
+
+def test_the_proof_job_waits_for_each_node_once(fleets: dict[int, ProgramRun]) -> None:
+    """One proof Job per step with one edge per node's MIG label: linear, not one per Job and node."""
+    for nodes, run in fleets.items():
+        (proof,) = [r for r in run.by_type(JOB) if r.name.startswith("gpu-proof-")]
+        assert len(proof.dependencies) <= nodes + 8, (nodes, len(proof.dependencies))
 
 
 def test_dependency_edges_grow_linearly_with_the_fleet(fleets: dict[int, ProgramRun]) -> None:

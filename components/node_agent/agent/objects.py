@@ -137,5 +137,27 @@ def parse_time(text: str) -> float:
     return 0.0
 
 
+def advertises_exactly(allocatable: dict[str, Any], planned: dict[str, int]) -> bool:
+    """The node's allocatable NVIDIA resources are exactly ``planned`` (names, and counts where planned > 0).
+
+    The effect of a MIG layout, not an echo of a label: the rule both the rollout controller and the driver
+    step's proof close a MIG change with. Nothing planned: nothing to compare.
+    """
+    if not planned:
+        return True
+    advertised: dict[str, int] = {}
+    for key, value in allocatable.items():
+        if key.startswith(GPU_RESOURCE_PREFIX):
+            try:
+                count = int(str(value))
+            except ValueError:
+                continue
+            if count > 0:
+                advertised[key] = count
+    if all(count == 0 for count in planned.values()):
+        return set(advertised) == set(planned)
+    return advertised == {key: count for key, count in planned.items() if count > 0}
+
+
 def created(obj: dict[str, Any]) -> float:
     return parse_time(str((obj.get("metadata") or {}).get("creationTimestamp", "")))

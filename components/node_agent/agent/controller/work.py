@@ -21,6 +21,7 @@ from components.catalog.node_agent import (
     Reason,
     Step,
 )
+from components.node_agent.agent import objects
 from components.node_agent.agent.controller.view import NodeView
 from components.node_agent.agent.settings import Settings
 
@@ -64,21 +65,7 @@ def planned_resources(view: NodeView, settings: Settings) -> dict[str, int]:
 
 def allocatable_matches(view: NodeView, settings: Settings) -> bool:
     """The node advertises exactly the planned NVIDIA resources (names, and counts where planned)."""
-    planned = planned_resources(view, settings)
-    if not planned:
-        return True
-    advertised: dict[str, int] = {}
-    for key, value in view.allocatable.items():
-        if key.startswith("nvidia.com/"):
-            try:
-                count = int(str(value))
-            except ValueError:
-                continue
-            if count > 0:
-                advertised[key] = count
-    if all(count == 0 for count in planned.values()):
-        return set(advertised) == set(planned)
-    return advertised == {key: count for key, count in planned.items() if count > 0}
+    return objects.advertises_exactly(view.allocatable, planned_resources(view, settings))
 
 
 def mig_in_place(view: NodeView, settings: Settings, target: str) -> bool:

@@ -1,0 +1,138 @@
+"""What the proof of each step checks: per pool, its nodes' selector and tolerations, the GPU resource a CUDA pod
+takes there, the declared driver (version, image, owning NVIDIADriver) and the check script, and for a pool the
+program re-partitions its MIG config and the resources a node must then advertise.
+
+Pure data (the ``ProofSettings`` JSON the checker reads, ``components/node_agent/agent/proof/check.py``); the
+stack program registers one ``GpuProof`` Job per step with it. The steps are the driver plan's: the canaries,
+then the rest (per-pool drivers), or the whole fleet under the ClusterPolicy's one driver; where the hosts own the
+driver, one MIG step over the re-partitioned pools (``mig_step_settings``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from components.catalog import gpu_operator_chart as chart
+from components.catalog import nvidia_driver as crd
+from components.catalog.pools import GpuPool, pool_scheduling
+from components.gpu_operator.drivers import DriverGroup, DriverPlan
+
+#: Seconds between two passes of the checker (each pass lists the nodes and pods once).
+POLL_SECONDS = 15.0
+
+
+def _driver_image(values: Mapping[str, Any], obj: Mapping[str, Any] | None, chart_version: str) -> tuple[str, str]:
+    """The repository and image the operator runs the driver from (the NVIDIADriver's, else the values')."""
+    if obj is not None:
+        return str(obj["spec"]["repository"]), str(obj["spec"]["image"])
+    default = chart.release(chart_version).images["driver"]
+    driver: Mapping[str, Any] = values.get("driver", {})
+    return str(driver.get("repository", default.repository)), str(driver.get("image", default.image))
+
+
+def step_settings(
+    step: str,
+    groups: Sequence[DriverGroup],
+    plan: DriverPlan,
+    pools: Sequence[GpuPool],
+    *,
+    values: Mapping[str, Any],
+    objects: Mapping[str, Mapping[str, Any]],
+    chart_version: str,
+    resources: Mapping[str, str],
+    mig: Mapping[str, tuple[str, Mapping[str, int]]],
+    image: str,
+    namespace: str,
+    operator_namespace: str,
+    deadline_seconds: int,
+) -> dict[str, Any] | None:
+    """The settings of one driver step's proof; None when none of its pools can run a CUDA pod (all skipped).
+
+    ``resources``: pool -> the GPU resource a CUDA pod requests there (a whole GPU or one MIG slice);
+    ``mig``: pool -> (its mig-parted config, what a node advertises then) for the pools the program re-partitions.
+    ``deadline_seconds`` is per wave (``gpuOperator.timeoutSeconds``: a driver build on a node): the step may take
+    as many as its slowest upgrade budget has waves (budgets of different NVIDIADrivers run side by side).
+    """
+    waves = max((group.waves or 1 for group in groups), default=1)
+    by_name = {pool.name: pool for pool in pools}
+    entries = []
+    for group in groups:
+        obj = objects.get(group.name) if plan.per_pool else None
+        repository, driver_image = _driver_image(values, obj, chart_version)
+        for member in group.pools:
+            if member.pool not in resources:
+                continue
+            entry = _pool_entry(by_name[member.pool], resources[member.pool], mig)
+            entry.update(
+                {
+                    "driver_version": member.version,
+                    "driver_image": crd.driver_image_prefix(repository, driver_image, member.version),
+                    "owner": crd.resource_name(group.name) if plan.per_pool else "",
+                    "check_script": crd.driver_check_script(member.version),
+                }
+            )
+            entries.append(entry)
+    return _settings(step, entries, image, namespace, operator_namespace, deadline_seconds * waves)
+
+
+def mig_step_settings(
+    step: str,
+    pools: Sequence[GpuPool],
+    *,
+    resources: Mapping[str, str],
+    mig: Mapping[str, tuple[str, Mapping[str, int]]],
+    host_driver: str,
+    image: str,
+    namespace: str,
+    operator_namespace: str,
+    deadline_seconds: int,
+) -> dict[str, Any] | None:
+    """The proof of the MIG layouts where the hosts own the driver: every node of each re-partitioned pool.
+
+    The CUDA pod still first waits for ``host_driver`` (the declared host driver) on the node's GPUs.
+    """
+    entries = []
+    for pool in pools:
+        if pool.name in mig and pool.name in resources:
+            entry = _pool_entry(pool, resources[pool.name], mig)
+            if host_driver:
+                entry["check_script"] = crd.driver_check_script(host_driver)
+            entries.append(entry)
+    return _settings(step, entries, image, namespace, operator_namespace, deadline_seconds)
+
+
+def _pool_entry(pool: GpuPool, resource: str, mig: Mapping[str, tuple[str, Mapping[str, int]]]) -> dict[str, Any]:
+    scheduling = pool_scheduling(pool)
+    entry: dict[str, Any] = {
+        "pool": pool.name,
+        "selector": dict(scheduling["nodeSelector"]),
+        "tolerations": [dict(t) for t in scheduling["tolerations"]],
+        "resource": resource,
+    }
+    if pool.name in mig:
+        config, advertised = mig[pool.name]
+        entry["mig_config"] = config
+        entry["mig_resources"] = dict(sorted(advertised.items()))
+    return entry
+
+
+def _settings(
+    step: str,
+    entries: list[dict[str, Any]],
+    image: str,
+    namespace: str,
+    operator_namespace: str,
+    deadline_seconds: int,
+) -> dict[str, Any] | None:
+    if not entries:
+        return None
+    return {
+        "step": step,
+        "namespace": namespace,
+        "operator_namespace": operator_namespace,
+        "image": image,
+        "pools": sorted(entries, key=lambda entry: entry["pool"]),
+        "deadline_seconds": float(deadline_seconds),
+        "poll_seconds": POLL_SECONDS,
+    }

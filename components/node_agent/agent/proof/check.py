@@ -1,0 +1,354 @@
+"""One pass of the proof of a step: which nodes of the step's pools are proven, and why the others lag.
+
+A step is a driver step (the canaries, the rest) or, where the hosts own the driver, the MIG step of the pools
+the program re-partitions; a driver step also closes the MIG layout of its re-partitioned pools.
+
+Why not the NVIDIADriver's ``status.state``: it has no ``observedGeneration``, reads pods ready rather than new,
+and says nothing about a node no resource selects (``components.catalog.nvidia_driver``). A node is proven
+only by evidence that answers THIS request, re-read from the API on every pass (level-triggered: a pass that
+dies between two writes is simply repeated):
+
+1. the node is Ready and owned by the step's NVIDIADriver (``nvidia.com/gpu-operator.driver.owner``);
+2. exactly one driver pod runs there, controlled by a DaemonSet (not the ClusterPolicy's orphan), Ready, from
+   its DaemonSet's current template (``pod-template-generation`` = the template's generation), with the
+   declared image and version;
+3. GPU Feature Discovery reports the declared version on the node (``nvidia.com/cuda.driver-version.full``);
+   (1-3 only where the operator installs the driver)
+4. on a re-partitioned pool: the declared ``nvidia.com/mig.config``, mig-manager's ``success``, and exactly the
+   planned MIG resources in the node's allocatable;
+5. a CUDA pod pinned to the node, holding one GPU of the pool, first waits for ``nvidia-smi`` to report the
+   declared version on every GPU (where one is declared) and then runs the vectorAdd sample, and succeeded in
+   this run.
+
+Nodes are listed by the pool's own selector on every pass, so a node the autoscaler adds during the step is
+included, and a node without the driver-group label is caught instead of skipped. A pool with no node yet gets
+one unpinned CUDA pod: the demand scales it up, and the node it lands on is then listed and checked.
+Standard library only: it ships in a ConfigMap to the stock Python image with the node agent's API client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from components.catalog import nvidia_driver as crd
+from components.catalog.names import PROOF_NODE_ANNOTATION, PROOF_RUN_LABEL, PROOF_STEP_LABEL
+from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS
+from components.node_agent.agent import objects
+from components.node_agent.agent.kube import ApiError
+
+
+class ProofApi(Protocol):
+    """The calls a proof makes (``ProofKube`` in the cluster, the tests' simulated API server)."""
+
+    def list_nodes(self, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def list_namespaced_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def list_daemon_sets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def create_pod(self, namespace: str, pod: dict[str, Any]) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class PoolProof:
+    """What one pool's nodes must show."""
+
+    pool: str
+    selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    resource: str
+    driver_version: str = ""  # "" when the operator installs no driver (the hosts own it): no driver evidence
+    driver_image: str = ""  # what the driver container's image starts with (crd.driver_image_prefix)
+    owner: str = ""  # the NVIDIADriver that must own the nodes ("" with the ClusterPolicy driver)
+    check_script: str = ""  # the sh loop that waits for the declared version (crd.driver_check_script)
+    mig_config: str = ""  # the mig-parted config the pool's nodes must have applied ("" when not re-partitioned)
+    mig_resources: dict[str, int] = field(default_factory=dict)  # what a node must then advertise, exactly
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PoolProof:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown pool settings: {', '.join(unknown)}")
+        if not data.get("driver_version") and not data.get("mig_config"):
+            raise ValueError(f"pool {data.get('pool')}: nothing to prove (no driver version, no MIG config)")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class ProofSettings:
+    """The step: its pools, where the proof pods run, the CUDA image, and how long the step may take."""
+
+    step: str
+    namespace: str
+    operator_namespace: str
+    image: str
+    pools: tuple[PoolProof, ...]
+    deadline_seconds: float = 1800.0
+    poll_seconds: float = 15.0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProofSettings:
+        values = dict(data)
+        pools = tuple(PoolProof.from_json(pool) for pool in values.pop("pools", []))
+        known = set(cls.__dataclass_fields__) - {"pools"}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown proof settings: {', '.join(unknown)}")
+        if not pools:
+            raise ValueError("a proof needs at least one pool")
+        return cls(pools=pools, **values)
+
+
+@dataclass
+class Verdict:
+    """One pass: each node of the step and why it is not proven ("" = proven)."""
+
+    nodes: dict[str, str] = field(default_factory=dict)
+    pools_without_nodes: list[str] = field(default_factory=list)
+
+    @property
+    def lagging(self) -> dict[str, str]:
+        return {node: why for node, why in sorted(self.nodes.items()) if why}
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.nodes) and not self.lagging and not self.pools_without_nodes
+
+    def summary(self) -> str:
+        """One line a user reads in the Job's failure: the lagging nodes by name, each with why."""
+        parts = [f"{node}: {why}" for node, why in self.lagging.items()]
+        parts += [f"pool {pool}: no node yet" for pool in self.pools_without_nodes]
+        return "; ".join(parts) if parts else f"{len(self.nodes)} node(s) proven"
+
+
+def selector_text(selector: dict[str, str]) -> str:
+    return ",".join(f"{key}={value}" for key, value in sorted(selector.items()))
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _generation_current(pod: dict[str, Any], daemon_sets: dict[str, dict[str, Any]]) -> bool:
+    """The pod comes from its DaemonSet's current template (k8s-operator-libs: pod-template-generation).
+
+    The template's generation is the DaemonSet's ``deprecated.daemonset.template.generation`` annotation (apps/v1
+    keeps ``spec.templateGeneration`` there; Kubernetes ``pkg/registry/apps/daemonset/strategy.go`` bumps it only
+    when the template changes, while ``metadata.generation`` also moves on other spec changes); its
+    ``metadata.generation`` where the annotation is missing.
+    """
+    owner = daemon_sets.get(objects.owner_name(pod))
+    if owner is None:
+        return False
+    generation = objects.annotations_of(owner).get(crd.TEMPLATE_GENERATION_ANNOTATION) or str(
+        (owner.get("metadata") or {}).get("generation", "")
+    )
+    return objects.labels(pod).get(crd.POD_TEMPLATE_GENERATION_LABEL, "") == generation
+
+
+def driver_evidence(
+    node: dict[str, Any], driver_pods: list[dict[str, Any]], daemon_sets: dict[str, dict[str, Any]], pool: PoolProof
+) -> str:
+    """Why the node's driver is not (yet) the declared one; "" when the operator's side says it is."""
+    labels = objects.labels(node)
+    if not _node_ready(node):
+        return "node is not Ready"
+    if pool.owner and labels.get(crd.OWNER_LABEL, "") != pool.owner:
+        found = labels.get(crd.OWNER_LABEL) or "no NVIDIADriver"
+        return f"owned by {found} ({crd.OWNER_LABEL}), not {pool.owner}"
+    name = objects.name(node)
+    here = [p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name and not objects.terminating(p)]
+    state = labels.get(crd.UPGRADE_STATE_LABEL, "")
+    note = f" (upgrade state {state})" if state else ""
+    if not here:
+        return f"no driver pod{note}"
+    orphans = [objects.name(p) for p in here if objects.owner_kind(p) != "DaemonSet"]
+    if orphans:
+        return f"still runs driver pod {orphans[0]} that no DaemonSet owns (the ClusterPolicy's, not replaced){note}"
+    if len(here) > 1:
+        return f"{len(here)} driver pods: {', '.join(sorted(objects.name(p) for p in here))}{note}"
+    pod = here[0]
+    image = objects.container_image(pod.get("spec") or {}, crd.DRIVER_CONTAINER)
+    if not image.startswith(pool.driver_image):
+        return f"driver pod {objects.name(pod)} runs {image or 'no driver container'}, not {pool.driver_version}{note}"
+    if not _generation_current(pod, daemon_sets):
+        return f"driver pod {objects.name(pod)} is from an older template of its DaemonSet{note}"
+    if not objects.pod_ready(pod):
+        return f"driver pod {objects.name(pod)} is not Ready{note}"
+    reported = labels.get(crd.GFD_DRIVER_VERSION_LABEL, "")
+    if reported != pool.driver_version:
+        return f"GPU Feature Discovery reports driver {reported or 'none'} ({crd.GFD_DRIVER_VERSION_LABEL})"
+    return ""
+
+
+def mig_evidence(node: dict[str, Any], pool: PoolProof) -> str:
+    """Why the node's MIG layout is not (yet) the declared one; "" when it is, or when none is declared.
+
+    The label alone is an echo (mig-manager's ``success`` may be from the previous config, and it runs its
+    checks before writing ``pending``); the node must also advertise exactly the planned resources (the effect,
+    ``objects.advertises_exactly``, the rule the rollout controller closes a MIG change with).
+    """
+    if not pool.mig_config:
+        return ""
+    labels = objects.labels(node)
+    current = labels.get(MIG_LABEL, "")
+    if current != pool.mig_config:
+        return f"MIG config {current or 'unset'} ({MIG_LABEL}), not {pool.mig_config}"
+    state = labels.get(MIG_STATE_LABEL, "")
+    if state != MIG_STATE_SUCCESS:
+        return f"mig-manager reports {state or 'nothing'} ({MIG_STATE_LABEL})"
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    if not objects.advertises_exactly(allocatable, pool.mig_resources):
+        found = {k: v for k, v in sorted(allocatable.items()) if k.startswith(objects.GPU_RESOURCE_PREFIX)}
+        return f"advertises {found}, not {dict(sorted(pool.mig_resources.items()))}"
+    return ""
+
+
+def pod_name(step: str, run: str, node: str) -> str:
+    """A valid, deterministic pod name per step, run and node (at most 63 characters)."""
+    digest = hashlib.sha256(f"{step}/{run}/{node}".encode()).hexdigest()[:10]
+    base = re.sub(r"[^a-z0-9-]", "-", f"gpu-proof-{step}-{node}".lower())[:52].rstrip("-")
+    return f"{base}-{digest}"
+
+
+def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[str, str], node: str) -> dict[str, Any]:
+    """The CUDA pod for ``node`` ("": the pool's demand pod, placed by the scheduler and the autoscaler).
+
+    The init container holds the same GPU as the test (kubelet hands it on), waits for the declared driver
+    on every GPU, then vectorAdd runs. Owned by the proof's own pod, so the garbage collector removes them.
+    """
+    limits = {pool.resource: "1"}
+    affinity: dict[str, Any] = {}
+    if node:
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    security = {"allowPrivilegeEscalation": False}
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "nodeSelector": dict(pool.selector),
+        "tolerations": [dict(t) for t in pool.tolerations],
+        "containers": [
+            {"name": "vectoradd", "image": settings.image, "resources": {"limits": limits}, "securityContext": security}
+        ],
+    }
+    if pool.check_script:
+        spec["initContainers"] = [
+            {
+                "name": "driver-version",
+                "image": settings.image,
+                "command": ["sh", "-c", pool.check_script],
+                "env": [
+                    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
+                ],
+                "resources": {"limits": limits},
+                "securityContext": security,
+            }
+        ]
+    if affinity:
+        spec["affinity"] = affinity
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(settings.step, run, node or f"pool-{pool.pool}"),
+            "labels": {
+                PROOF_RUN_LABEL: run,
+                PROOF_STEP_LABEL: settings.step,
+                "app.kubernetes.io/managed-by": "gpu-platform",
+            },
+            "annotations": {PROOF_NODE_ANNOTATION: node},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", **owner}],
+        },
+        "spec": spec,
+    }
+
+
+class Proof:
+    """The proof of one step; ``run`` names this attempt (the proof Job's pod), ``owner`` is that pod's name and uid."""
+
+    def __init__(self, api: ProofApi, settings: ProofSettings, run: str, owner: dict[str, str]) -> None:
+        self.api = api
+        self.settings = settings
+        self.run = run
+        self.owner = owner
+        self.log: list[str] = []
+
+    def one_pass(self) -> Verdict:
+        """Read everything, start the CUDA pods that are missing, and judge every node."""
+        settings = self.settings
+        key, value = crd.DRIVER_POD_COMPONENT
+        driver_pods = self.api.list_namespaced_pods(settings.operator_namespace, f"{key}={value}")
+        daemon_sets = {
+            objects.name(ds): ds for ds in self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
+        }
+        mine = self.api.list_namespaced_pods(settings.namespace, f"{PROOF_RUN_LABEL}={self.run}")
+        verdict = Verdict()
+        for pool in settings.pools:
+            nodes = sorted(self.api.list_nodes(selector_text(pool.selector)), key=objects.name)
+            if not nodes:
+                verdict.pools_without_nodes.append(pool.pool)
+                self._ensure_pod(pool, "", mine)
+                continue
+            for node in nodes:
+                name = objects.name(node)
+                why = driver_evidence(node, driver_pods, daemon_sets, pool) if pool.driver_version else ""
+                why = why or mig_evidence(node, pool)
+                verdict.nodes[name] = why or self._cuda_evidence(pool, name, mine)
+        return verdict
+
+    def _cuda_evidence(self, pool: PoolProof, node: str, mine: list[dict[str, Any]]) -> str:
+        """ "" once a CUDA pod of this run succeeded on ``node``; otherwise start one (or replace a failed one)."""
+        here = [p for p in mine if (p.get("spec") or {}).get("nodeName") == node]
+        if any((p.get("status") or {}).get("phase") == "Succeeded" for p in here):
+            return ""
+        pinned = [p for p in mine if objects.annotations_of(p).get(PROOF_NODE_ANNOTATION) == node]
+        failed = [p for p in here + pinned if (p.get("status") or {}).get("phase") == "Failed"]
+        for pod in failed:
+            if not objects.terminating(pod):
+                self._delete(objects.name(pod))
+        live = [p for p in here + pinned if (p.get("status") or {}).get("phase") not in objects.FINISHED_PHASES]
+        if live:
+            phase = (live[0].get("status") or {}).get("phase") or "Pending"
+            return f"CUDA proof pod {objects.name(live[0])} is {phase}"
+        if failed:
+            return f"CUDA proof pod {objects.name(failed[0])} failed; it runs again"
+        self._ensure_pod(pool, node, mine)
+        return "CUDA proof pod started"
+
+    def _ensure_pod(self, pool: PoolProof, node: str, mine: list[dict[str, Any]]) -> None:
+        pod = proof_pod(self.settings, pool, self.run, self.owner, node)
+        name = pod["metadata"]["name"]
+        if any(objects.name(p) == name for p in mine):
+            return
+        try:
+            self.api.create_pod(self.settings.namespace, pod)
+            self.log.append(f"started {name} for {node or 'pool ' + pool.pool}")
+        except ApiError as error:  # any failed write is retried on the next pass (409: it exists already)
+            self.log.append(f"could not start {name}: {error}")
+
+    def clean_up(self) -> None:
+        """Delete this run's CUDA pods once the step is proven (best effort: the garbage collector removes them
+        with the proof's pod anyway). A failed proof keeps them, for their logs."""
+        try:
+            pods = self.api.list_namespaced_pods(self.settings.namespace, f"{PROOF_RUN_LABEL}={self.run}")
+        except ApiError as error:
+            self.log.append(f"could not list the CUDA pods to delete them: {error}")
+            return
+        for pod in pods:
+            if not objects.terminating(pod):
+                self._delete(objects.name(pod), "")
+
+    def _delete(self, name: str, note: str = "; it is started again") -> None:
+        try:
+            self.api.delete_pod(self.settings.namespace, name)
+            self.log.append(f"deleted {name}{note}")
+        except ApiError as error:  # retried on the next pass
+            self.log.append(f"could not delete {name}: {error}")
