@@ -11,17 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.bare_metal.node_labels import bare_metal_labels, declared_taint_annotations
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
-from components.catalog.names import DRIVER_GROUP_LABEL
+from components.catalog.drivers import minimum_driver
+from components.catalog.names import DRIVER_GROUP_LABEL, MIG_CONFIG_LABEL, PROOF_NAMESPACE
 from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.driver_objects import nvidia_driver_object
-from components.gpu_operator.drivers import DriverContext, DriverPlan, plan_driver, toolkit_enabled
+from components.gpu_operator.drivers import (
+    DriverContext,
+    DriverGroup,
+    DriverPlan,
+    driverless_hosts,
+    plan_driver,
+    toolkit_enabled,
+)
+from components.gpu_operator.proof_steps import mig_step_settings, step_settings
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
 from components.mig.decisions import MigPlanResult
 from components.mig.plan import mig_values, plan_mig
 from components.mig.recorded import RecordedPlan
+from components.node_agent.desired import agent_mig_labels, pool_budgets
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.config import StackConfig
@@ -36,6 +47,18 @@ class OperatorPlan:
     values: dict[str, Any]
     #: Driver group -> its NVIDIADriver object; empty unless pools run different drivers (driver.per_pool).
     nvidia_drivers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HostPreparationPlan:
+    """What host preparation checks and leaves on each bare-metal host, decided from the stack's sections."""
+
+    #: The oldest driver the stack's CUDA level runs on (the hosts' preinstalled driver is checked against it).
+    required_min_driver: str
+    #: The driver the hosts must carry when they own it (``gpuOperator.driver.owner: host``); "" otherwise.
+    expected_driver_version: str
+    #: Whether the hosts must be driverless because the operator installs the driver.
+    driverless: bool
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,91 @@ class Plan:
     def host_driver_removal_pools(self) -> tuple[GpuPool, ...]:
         """Pools whose nodes are handed over from a preinstalled driver to the operator's."""
         return tuple(pool for pool in self.pools if pool.host_driver_removal) if self.operator else ()
+
+    def node_labels(self, pool: str) -> dict[str, str]:
+        """Every label the program decides for ``pool``'s nodes beyond the platform's own: the driver group's,
+        and the MIG config (under the node agent's desired-config key when layouts go through the agent)."""
+        mig = agent_mig_labels(self.mig.labels(pool), self.config.node_agent.mig_layout)
+        return {**self.driver_labels(pool), **mig}
+
+    @property
+    def bare_metal_node_labels(self) -> dict[str, dict[str, str]]:
+        """Node name -> every label the program's NodePatch sets on that bare-metal node (none: no bare metal)."""
+        nodes = self.config.bare_metal.nodes if self.config.bare_metal else []
+        return {node.name: bare_metal_labels(node, self.node_labels(node.name)) for node in nodes}
+
+    @property
+    def bare_metal_node_annotations(self) -> dict[str, dict[str, str]]:
+        """Node name -> the declared-taint annotations its NodePatch carries for the policy pack."""
+        nodes = self.config.bare_metal.nodes if self.config.bare_metal else []
+        return {node.name: declared_taint_annotations(node) for node in nodes}
+
+    @property
+    def host_preparation(self) -> HostPreparationPlan:
+        """The bare-metal hosts' driver expectations (the section's own settings stay in ``bareMetal``)."""
+        stack = self.config
+        host_driver = stack.gpu_operator.host_driver
+        return HostPreparationPlan(
+            required_min_driver=minimum_driver(stack.cuda.version, stack.cuda.check),
+            expected_driver_version=host_driver.version if host_driver else "",
+            driverless=driverless_hosts(stack.gpu_operator, bare_metal=True),
+        )
+
+    def proof_settings(self, step: str, groups: tuple[DriverGroup, ...]) -> dict[str, Any] | None:
+        """The settings of one step's proof Job (``components.smoke_test.proof``), or None when there is none.
+
+        A driver step proves its ``groups``' pools; with no groups (the hosts own the driver) the step proves
+        the MIG layouts of the pools the program re-partitions. Its CUDA pods use the smoke-test image and each
+        pool's first smoke resource: with the smoke test off, or every pool of the step skipped, there is none.
+        """
+        stack, operator_plan = self.config, self.operator
+        if operator_plan is None or not stack.smoke_test.enabled:
+            return None
+        resources: dict[str, str] = {}
+        for target in self.smoke_targets:
+            resources.setdefault(target.pool, target.resource)
+        mig = {
+            pool.name: (self.mig.labels(pool.name)[MIG_CONFIG_LABEL], self.mig.resources_per_node(pool))
+            for pool in self.pools
+            if MIG_CONFIG_LABEL in self.mig.labels(pool.name)
+        }
+        image, namespace = stack.smoke_test.image, stack.gpu_operator.namespace
+        deadline = stack.gpu_operator.timeout_seconds
+        if not groups:
+            return mig_step_settings(
+                step,
+                self.pools,
+                resources=resources,
+                mig=mig,
+                host_driver=operator_plan.driver.version,
+                image=image,
+                namespace=PROOF_NAMESPACE,
+                operator_namespace=namespace,
+                deadline_seconds=deadline,
+            )
+        return step_settings(
+            step,
+            groups,
+            operator_plan.driver,
+            self.pools,
+            values=operator_plan.values,
+            objects=operator_plan.nvidia_drivers,
+            chart_version=stack.gpu_operator.chart_version,
+            resources=resources,
+            mig=mig,
+            image=image,
+            namespace=PROOF_NAMESPACE,
+            operator_namespace=namespace,
+            deadline_seconds=deadline,
+        )
+
+    @property
+    def node_agent_budgets(self) -> dict[str, int]:
+        """Slots per agent pool at its full size, keyed by the node-group label value its nodes carry (a
+        bare-metal node carries its pool's name, so the nodes of one pool share a budget)."""
+        bare_metal = self.config.bare_metal
+        keys = {node.name: node.pool for node in bare_metal.nodes} if bare_metal else {}
+        return pool_budgets(self.config.node_agent, self.node_agent_pools, keys)
 
     @property
     def node_agent_pools(self) -> tuple[GpuPool, ...]:

@@ -19,25 +19,16 @@ from typing import TYPE_CHECKING
 import pulumi
 
 from components.bare_metal.host_preparation import HostPreparation, HostPreparationArgs
-from components.bare_metal.node_labels import (
-    BareMetalNodeLabels,
-    NodeLabelsArgs,
-    bare_metal_labels,
-    declared_taint_annotations,
-)
+from components.bare_metal.node_labels import BareMetalNodeLabels, NodeLabelsArgs
 from components.base import dependency_graph
 from components.base.runtime_mode import warning
-from components.catalog.drivers import minimum_driver
-from components.catalog.names import MIG_CONFIG_LABEL, PROOF_NAMESPACE
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
-from components.gpu_operator.drivers import DriverGroup, driverless_hosts
+from components.gpu_operator.drivers import DriverGroup
 from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
-from components.gpu_operator.proof_steps import mig_step_settings, step_settings
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
-from components.node_agent.desired import agent_mig_labels, pool_budgets
 from components.observability.component import Observability, ObservabilityArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
 from components.smoke_test.proof import GpuProof, GpuProofAccess, ProofAccessArgs, ProofArgs
@@ -106,13 +97,11 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
         platform.node_labels = _bare_metal_labels(plan, platform)
     agent_pools = plan.node_agent_pools
     if agent_pools and platform.gpu_operator is not None:
-        # The node-group label value of each pool's nodes: a bare-metal node carries its pool's name.
-        keys = {node.name: node.pool for node in stack.bare_metal.nodes} if stack.bare_metal else {}
         platform.node_agent = NodeAgent(
             "node-agent",
             NodeAgentArgs(
                 config=stack.node_agent,
-                pool_budgets=pool_budgets(stack.node_agent, agent_pools, keys),
+                pool_budgets=plan.node_agent_budgets,
                 # The counts too: the controller proves a MIG change by the node's allocatable.
                 mig_resources={
                     pool.name: plan.mig.resources_per_node(pool) for pool in agent_pools if pool.name in plan.mig.pools
@@ -229,48 +218,10 @@ def _proof(
     Its CUDA pods use the smoke-test image and each pool's first smoke resource: with the smoke test off, or
     every pool of the step skipped, there is no proof and the next step waits for ``depends_on`` as before.
     """
-    stack, operator_plan = plan.config, plan.operator
-    if operator_plan is None or platform.gpu_operator is None or not stack.smoke_test.enabled:
+    settings = plan.proof_settings(step, groups)
+    if settings is None or platform.gpu_operator is None:
         return depends_on
-    resources: dict[str, str] = {}
-    for target in plan.smoke_targets:
-        resources.setdefault(target.pool, target.resource)
-    mig = {
-        pool.name: (plan.mig.labels(pool.name)[MIG_CONFIG_LABEL], plan.mig.resources_per_node(pool))
-        for pool in plan.pools
-        if MIG_CONFIG_LABEL in plan.mig.labels(pool.name)
-    }
-    namespace, deadline = stack.gpu_operator.namespace, stack.gpu_operator.timeout_seconds
-    if groups:
-        settings = step_settings(
-            step,
-            groups,
-            operator_plan.driver,
-            plan.pools,
-            values=operator_plan.values,
-            objects=operator_plan.nvidia_drivers,
-            chart_version=stack.gpu_operator.chart_version,
-            resources=resources,
-            mig=mig,
-            image=stack.smoke_test.image,
-            namespace=PROOF_NAMESPACE,
-            operator_namespace=namespace,
-            deadline_seconds=deadline,
-        )
-    else:
-        settings = mig_step_settings(
-            step,
-            plan.pools,
-            resources=resources,
-            mig=mig,
-            host_driver=operator_plan.driver.version,
-            image=stack.smoke_test.image,
-            namespace=PROOF_NAMESPACE,
-            operator_namespace=namespace,
-            deadline_seconds=deadline,
-        )
-    if settings is None:
-        return depends_on
+    stack = plan.config
     provider = platform.access.provider
     if platform.proof_access is None:
         platform.proof_access = GpuProofAccess(
@@ -354,10 +305,7 @@ def _node_groups(plan: Plan, access: ClusterAccess) -> dict[str, GpuNodeGroup]:
                 cluster_id=access.cluster_id,
                 cluster_name=stack.cluster.name,
                 kubernetes_version=stack.cluster.kubernetes_version,
-                extra_labels={
-                    **agent_mig_labels(plan.mig.labels(group_name), stack.node_agent.mig_layout),
-                    **plan.driver_labels(group_name),
-                },
+                extra_labels=plan.node_labels(group_name),
                 environment=stack.environment.name,
                 production=stack.environment.production,
             ),
@@ -374,16 +322,16 @@ def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[p
         return []
     created: list[pulumi.Resource] = []
     if bare_metal.host_preparation.enabled and secrets.ssh_private_key is not None:
-        host_driver = stack.gpu_operator.host_driver
+        hosts = plan.host_preparation
         platform.host_preparation = HostPreparation(
             "host-preparation",
             HostPreparationArgs(
                 config=bare_metal,
-                required_min_driver=minimum_driver(stack.cuda.version, stack.cuda.check),
-                expected_driver_version=host_driver.version if host_driver else "",
+                required_min_driver=hosts.required_min_driver,
+                expected_driver_version=hosts.expected_driver_version,
                 private_key=secrets.ssh_private_key,
                 bastion_private_key=secrets.bastion_private_key,
-                driverless=driverless_hosts(stack.gpu_operator, bare_metal=True),
+                driverless=hosts.driverless,
             ),
         )
         created.extend(platform.host_preparation.ready)
@@ -400,24 +348,11 @@ def _bare_metal_labels(plan: Plan, platform: Platform) -> BareMetalNodeLabels:
     nothing of ours before it starts: its NFD worker (selected by ``gpu-platform.io/gpu``) starts on a node
     when the node's patch lands, and each smoke Job and NVIDIADriver waits for the patches of its nodes.
     """
-    stack = plan.config
-    bare_metal = stack.bare_metal
-    assert bare_metal is not None  # the caller checks
-    labels = {
-        node.name: bare_metal_labels(
-            node,
-            {
-                **plan.driver_labels(node.name),
-                **agent_mig_labels(plan.mig.labels(node.name), stack.node_agent.mig_layout),
-            },
-        )
-        for node in bare_metal.nodes
-    }
     return BareMetalNodeLabels(
         "gpu-nodes",
         NodeLabelsArgs(
-            labels=labels,
-            annotations={node.name: declared_taint_annotations(node) for node in bare_metal.nodes},
+            labels=plan.bare_metal_node_labels,
+            annotations=plan.bare_metal_node_annotations,
             provider=platform.access.provider,
             depends_on=platform.gpu_operator.ready if platform.gpu_operator is not None else [],
         ),
