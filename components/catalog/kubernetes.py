@@ -165,20 +165,29 @@ class Taint:
 
 
 class TaintFormatError(ValueError):
-    """A taint string that is not ``key=value:Effect``."""
+    """A taint string that is not ``key=value:Effect`` or ``key:Effect``."""
 
 
-def parse_taint(text: str) -> Taint:
-    """Parse ``key=value:Effect``.
+#: The taint the docs and error messages suggest for GPU nodes.
+EXAMPLE_GPU_TAINT = "nvidia.com/gpu=true:NoSchedule"
+#: The effect that keeps pods without a toleration off a node (``PreferNoSchedule`` only discourages them).
+GPU_NODE_TAINT_EFFECT = "NoSchedule"
 
-    The ``=`` is mandatory: Yandex's node-group API refuses ``nvidia.com/gpu:NoSchedule`` and
-    accepts ``nvidia.com/gpu=:NoSchedule`` (terraform-provider-yandex ``parseTaint``).
+
+def parse_taint(text: str, *, value_required: bool = False) -> Taint:
+    """Parse ``key=value:Effect`` or ``key:Effect`` (an empty value).
+
+    The forms kubectl and the kubelet accept: k8s.io/kubectl ``pkg/cmd/taint/utils.go`` ``parseTaint``
+    (v1.32) splits on ``:`` into exactly two parts and the head on ``=`` into at most two; the key is a
+    qualified name (``IsQualifiedName``), the value a label value (``IsValidLabelValue``).
+    ``value_required``: the ``=`` is mandatory, as Yandex's node-group API wants it
+    (``nvidia.com/gpu=:NoSchedule``, terraform-provider-yandex v0.161.0 ``parseTaint``); ``str(taint)``
+    always writes that form.
     """
     head, sep, effect = text.rpartition(":")
-    if not sep or "=" not in head:
-        raise TaintFormatError(
-            f"taint {text!r} is not of the form key=value:Effect (for example nvidia.com/gpu=true:NoSchedule)"
-        )
+    form = "key=value:Effect" if value_required else "key=value:Effect or key:Effect"
+    if not sep or ":" in head or head.count("=") > 1 or (value_required and "=" not in head):
+        raise TaintFormatError(f"taint {text!r} is not of the form {form} (for example {EXAMPLE_GPU_TAINT})")
     key, _, value = head.partition("=")
     if effect not in TAINT_EFFECTS:
         raise TaintFormatError(f"taint {text!r}: effect {effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
@@ -186,6 +195,50 @@ def parse_taint(text: str) -> Taint:
         if problem:
             raise TaintFormatError(f"taint {text!r}: {problem}")
     return Taint(key, value, effect)
+
+
+def canonical_taint_text(text: str) -> str:
+    """``key:Effect`` as ``key=:Effect`` (the one form every receiver takes); text that does not parse, unchanged."""
+    try:
+        return str(parse_taint(text))
+    except TaintFormatError:
+        return text
+
+
+def check_taints(
+    texts: Iterable[str], *, value_required: bool = False
+) -> tuple[list[Taint], list[tuple[int | None, str]]]:
+    """Parse a list of taint texts once: the taints that parse, and ``(index or None, why)`` per problem.
+
+    A malformed entry is reported at its index; a taint that repeats another's key and effect at the list
+    (None): Kubernetes keeps one taint per key and effect (k8s.io/kubernetes ``pkg/apis/core/validation``
+    ``validateNodeTaints``: "taints must be unique by key and effect pair").
+    """
+    parsed: list[Taint] = []
+    problems: list[tuple[int | None, str]] = []
+    for index, text in enumerate(texts):
+        try:
+            parsed.append(parse_taint(text, value_required=value_required))
+        except TaintFormatError as error:
+            problems.append((index, str(error)))
+    problems.extend((None, problem) for problem in duplicate_taint_problems(parsed))
+    return parsed, problems
+
+
+def gpu_node_taint_problem(taints: Iterable[Taint]) -> str | None:
+    """The rule "a GPU node carries a NoSchedule taint": why ``taints`` break it, or None.
+
+    Why: an untainted GPU node accepts any pod, so a CPU-only workload can hold an expensive GPU node and
+    a GPU job then waits for capacity that looks free. Callers name the node or group before the text.
+    """
+    taints = list(taints)
+    if any(taint.effect == GPU_NODE_TAINT_EFFECT for taint in taints):
+        return None
+    shown = ", ".join(str(taint) for taint in taints) or "none"
+    return (
+        f"has no {GPU_NODE_TAINT_EFFECT} taint (taints: {shown}), so any pod can be scheduled onto its GPUs "
+        f"and hold them; add one, for example {EXAMPLE_GPU_TAINT}, and give GPU workloads the matching toleration"
+    )
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:

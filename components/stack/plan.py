@@ -13,6 +13,7 @@ from typing import Any
 
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
+from components.catalog.kubernetes import check_taints, gpu_node_taint_problem
 from components.catalog.names import DRIVER_GROUP_LABEL
 from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.driver_objects import nvidia_driver_object
@@ -188,5 +189,5 @@ def _warnings(stack: StackConfig) -> tuple[str, ...]:
     return tuple(
         f"bareMetal.nodes[{index}].allowUntainted: {node.name} has no NoSchedule taint, so any pod may take its GPUs"
         for index, node in enumerate(nodes)
-        if node.allow_untainted and not any(text.endswith(":NoSchedule") for text in node.taints)
+        if node.allow_untainted and gpu_node_taint_problem(check_taints(node.taints)[0])
     )

@@ -1,8 +1,8 @@
 """Config model of one Yandex GPU node group (``nodeGroups.<name>`` in the stack file).
 
 Field names follow the Yandex node-group resource, in camelCase. Every check here needs no cloud:
-the platform's allowed shapes and zones come from the catalog, taints must be ``key=value:Effect``
-(Yandex refuses anything else) and a GPU group must carry a NoSchedule taint so that non-GPU pods
+the platform's allowed shapes and zones come from the catalog, taints are ``key=value:Effect`` or
+``key:Effect`` (sent to Yandex as ``key=:Effect``, the only form its API takes) and a GPU group must carry a NoSchedule taint so that non-GPU pods
 cannot take the expensive nodes.
 """
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
-from pydantic import Field, create_model, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from components.base.config_model import ConfigModel, label_problems
 from components.base.merge import deep_merge
@@ -22,8 +22,9 @@ from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
 from components.catalog.kubernetes import (
     MAX_CLUSTER_NODES,
     Taint,
-    TaintFormatError,
-    duplicate_taint_problems,
+    canonical_taint_text,
+    check_taints,
+    gpu_node_taint_problem,
     parse_taint,
 )
 from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
@@ -194,6 +195,12 @@ class NodeGroupConfig(ConfigModel):
         description="hand nodes with a preinstalled driver over to the GPU Operator (runc_drivers_cuda only)",
     )
 
+    @field_validator("taints")
+    @classmethod
+    def _taints_in_the_form_yandex_takes(cls, taints: list[str]) -> list[str]:
+        """``key:Effect`` (kubectl's form) is kept as ``key=:Effect``: Yandex's API takes only that form."""
+        return [canonical_taint_text(text) for text in taints]
+
     @property
     def platform_facts(self) -> YandexGpuPlatform:
         """The catalog entry of the platform (only valid after ``problems`` found none)."""
@@ -277,24 +284,13 @@ class NodeGroupConfig(ConfigModel):
             yield Problem(key, f"{self.platform} carries {platform.gpu_model}, not {self.gpu_model}")
 
     def _taint_problems(self, path: str) -> Iterator[Problem]:
-        parsed: list[Taint] = []
-        for index, text in enumerate(self.taints):
-            try:
-                parsed.append(parse_taint(text))
-            except TaintFormatError as error:
-                yield Problem(join_path(path, "taints", index), str(error))
-        for problem in duplicate_taint_problems(parsed):
-            yield Problem(join_path(path, "taints"), problem)
-        if (
-            self.resources.gpus > 0
-            and len(parsed) == len(self.taints)
-            and not any(t.effect == "NoSchedule" for t in parsed)
-        ):
-            yield Problem(
-                join_path(path, "taints"),
-                "a GPU node group needs at least one NoSchedule taint (for example nvidia.com/gpu=true:NoSchedule) "
-                "so that pods without a toleration cannot take GPU nodes",
-            )
+        parsed, problems = check_taints(self.taints)
+        for index, problem in problems:
+            yield Problem(join_path(path, "taints", *(() if index is None else (index,))), problem)
+        if self.resources.gpus > 0 and len(parsed) == len(self.taints):
+            problem = gpu_node_taint_problem(parsed)
+            if problem:
+                yield Problem(join_path(path, "taints"), f"a GPU node group {problem}")
 
 
 def node_group_name_problem(name: str) -> str | None:
