@@ -9,13 +9,15 @@ sections are ``components.stack.plan``'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import copy
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from components.bare_metal.config import BareMetalConfig
 from components.base.config_model import ConfigModel, problems_from_validation_error
+from components.base.merge import inherited_key
 from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.catalog.kubernetes import KUBELET_MAX_SKEW
@@ -80,6 +82,18 @@ class StackConfig(ConfigModel):
             return raw
         key = "nodeGroups" if "nodeGroups" in raw else "node_groups"
         return {**raw, key: with_defaults(defaults, groups)}
+
+    #: ``nodeGroupDefaults`` and ``nodeGroups`` as written in the file (set by ``parse_stack_config``).
+    _written: tuple[Mapping[str, Any], Mapping[str, Any]] = PrivateAttr(default=({}, {}))
+
+    def as_written(self, problems: Iterable[Problem]) -> list[Problem]:
+        """``problems`` named at the key the file has: a value a group inherited is reported at its default.
+
+        A group that sets no ``taints`` of its own runs on ``nodeGroupDefaults.taints``; a problem with them
+        is reported there (with the groups that inherit it, once for all of them), never at
+        ``nodeGroups.<group>.taints``, which is not in the file.
+        """
+        return _attributed(problems, *self._written)
 
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
@@ -179,8 +193,43 @@ def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         stack = StackConfig.model_validate(raw)
     except ValidationError as error:
-        raise StackConfigError(problems_from_validation_error(error, StackConfig)) from None
+        problems = problems_from_validation_error(error, StackConfig)
+        raise StackConfigError(attribute_inherited(problems, raw)) from None
+    stack._written = _as_written(raw)
     problems = list(stack.problems())
     if problems:
-        raise StackConfigError(problems)
+        raise StackConfigError(stack.as_written(problems))
     return stack
+
+
+def _as_written(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """``nodeGroupDefaults`` and ``nodeGroups`` as the file wrote them (before the defaults are laid under)."""
+    defaults = raw.get("nodeGroupDefaults", raw.get("node_group_defaults"))
+    groups = raw.get("nodeGroups", raw.get("node_groups"))
+    return (
+        copy.deepcopy(defaults) if isinstance(defaults, Mapping) else {},
+        copy.deepcopy(groups) if isinstance(groups, Mapping) else {},
+    )
+
+
+def attribute_inherited(problems: Iterable[Problem], raw: Mapping[str, Any]) -> list[Problem]:
+    """Problems named at the key the user wrote: see ``StackConfig.as_written``."""
+    defaults, groups = _as_written(raw)
+    return _attributed(problems, defaults, groups)
+
+
+def _attributed(problems: Iterable[Problem], defaults: Mapping[str, Any], groups: Mapping[str, Any]) -> list[Problem]:
+    inherited: dict[tuple[str, str], list[str]] = {}
+    kept: list[Problem] = []
+    for problem in problems:
+        found = inherited_key(problem.path, "nodeGroups", groups, "nodeGroupDefaults", defaults) if defaults else None
+        if found is None:
+            kept.append(problem)
+        else:
+            inherited.setdefault((found[0], problem.message), []).append(found[1])
+    said = {(problem.path, problem.message) for problem in kept}
+    for (path, message), names in inherited.items():
+        if (path, message) in said:
+            continue  # the default's own check said it already
+        kept.append(Problem(path, f"{message} (inherited by nodeGroups {', '.join(sorted(set(names)))})"))
+    return kept

@@ -106,7 +106,7 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
         problems.extend(findings.problems)
         kubeflow_warnings = findings.warnings
     if problems:
-        raise StackConfigError(problems)
+        raise StackConfigError(stack.as_written(problems))
     operator = None
     targets: tuple[SmokeTarget, ...] = ()
     observability = None
