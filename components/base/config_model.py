@@ -13,11 +13,16 @@ import typing
 from collections.abc import Iterator
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from components.base.problems import Problem, join_path
-from components.catalog.kubernetes import label_key_problem, label_value_problem, reserved_label_key_problem
+from components.catalog.kubernetes import (
+    int32_problem,
+    label_key_problem,
+    label_value_problem,
+    reserved_label_key_problem,
+)
 from components.catalog.names import OWNED_NODE_LABELS
 
 #: The key that tells the members of a discriminated config block apart (``cluster.kind``).
@@ -34,6 +39,20 @@ class ConfigModel(BaseModel):
         populate_by_name=True,
         str_strip_whitespace=True,
     )
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _fits_the_receiving_field(cls, value: Any) -> Any:
+        """Every whole number of the config ends in an int32 field of Kubernetes (or a narrower one of Yandex).
+
+        Why here, once: ``leaseTtlSeconds: 1e12`` parses as an int and would otherwise reach the Lease's int32
+        ``leaseDurationSeconds`` (or a Go duration) and fail there, or wrap. Narrower ranges are each field's own.
+        """
+        if isinstance(value, int) and not isinstance(value, bool):
+            problem = int32_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
 
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:

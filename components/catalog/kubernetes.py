@@ -287,3 +287,119 @@ def duplicate_taint_problems(taints: Iterable[Taint]) -> list[str]:
             problems.append(f"taint {taint} repeats key {taint.key!r} with effect {taint.effect}; keep one")
         seen.add((taint.key, taint.effect))
     return problems
+
+
+# ----------------------------------------------------------------------------------------------
+# Values the config layer checks by the receiving API's rule (issue #28): numbers past their field's
+# type, label selectors, namespaces the platform must not take. Kept apart from the rules above so
+# that other blocks can be appended below without touching these.
+
+#: The largest value of an int32 field (Lease ``spec.leaseDurationSeconds``, Job ``ttlSecondsAfterFinished``,
+#: ``activeDeadlineSeconds``' int64 aside, every count in core/v1, apps/v1 and batch/v1 that the program writes
+#: is an int32: k8s.io/api ``core/v1/types.go``, ``coordination/v1/types.go``, ``batch/v1/types.go``).
+INT32_MAX = 2**31 - 1
+#: The longest Go ``time.Duration`` in whole seconds (an int64 of nanoseconds: Go ``time`` package,
+#: ``maxDuration``); a timeout the provider or a controller turns into a duration must fit.
+GO_DURATION_MAX_SECONDS = (2**63 - 1) // 10**9
+#: Namespaces Kubernetes creates for itself (kubernetes.io, "Namespaces", Initial namespaces): the platform's
+#: components never go there (kube-system holds the control plane's add-ons and is excluded from most
+#: admission policies, so a privileged operator there escapes them).
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
+def int32_problem(value: int) -> str | None:
+    """Why ``value`` does not fit the int32 fields Kubernetes stores counts and seconds in, or None."""
+    if -INT32_MAX - 1 <= value <= INT32_MAX:
+        return None
+    return f"{value} does not fit an int32, the type of the Kubernetes field it is written to; at most {INT32_MAX}"
+
+
+def system_namespace_problem(namespace: str) -> str | None:
+    """Why the platform must not install into ``namespace``, or None."""
+    if namespace in SYSTEM_NAMESPACES:
+        return (
+            f"{namespace!r} is a namespace Kubernetes keeps for itself (kube-system, kube-public, kube-node-lease); "
+            "use a namespace of its own, e.g. gpu-operator"
+        )
+    return None
+
+
+# A label selector as ``labels.Parse`` reads it (k8s.io/apimachinery v0.32 ``pkg/labels/selector.go``):
+# comma-separated requirements ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``,
+# ``key in (v1,v2)``, ``key notin (v1,v2)``, ``key>N``, ``key<N``; keys are qualified names, values label values.
+_SELECTOR_TOKEN = re.compile(r"\s*(==|!=|=|!|\(|\)|,|<|>|[^\s,()=!<>]+)")
+
+
+def _selector_tokens(selector: str) -> list[str] | None:
+    tokens, position = [], 0
+    while position < len(selector):
+        if selector[position:].strip() == "":
+            break
+        match = _SELECTOR_TOKEN.match(selector, position)
+        if match is None:
+            return None
+        tokens.append(match.group(1))
+        position = match.end()
+    return tokens
+
+
+def label_selector_problem(selector: str) -> str | None:
+    """Why ``selector`` is not a label selector the API server parses (``labels.Parse``), or None; empty is valid."""
+    tokens = _selector_tokens(selector)
+    why = _selector_tokens_problem(tokens) if tokens is not None else "it holds characters no selector has"
+    if why is None:
+        return None
+    return (
+        f"{selector!r} is not a Kubernetes label selector ({why}); write requirements such as "
+        "app=trainer, tier!=batch, team in (ml,cv) or !preemptible, separated by commas"
+    )
+
+
+def _selector_tokens_problem(tokens: list[str]) -> str | None:
+    index = 0
+    while index < len(tokens):
+        negated = tokens[index] == "!"
+        index += negated
+        key = tokens[index] if index < len(tokens) else ""
+        if key in ("", ",", "(", ")", "=", "==", "!=", "<", ">", "!"):
+            return "a requirement has no label key"
+        problem = label_key_problem(key)
+        if problem:
+            return problem
+        index += 1
+        operator = tokens[index] if index < len(tokens) else ","
+        if negated or operator == ",":
+            if not negated and operator != ",":
+                return f"unexpected {operator!r} after {key!r}"
+        elif operator in ("=", "==", "!=", "<", ">"):
+            value = tokens[index + 1] if index + 1 < len(tokens) else ""
+            value = "" if value == "," else value
+            index += 1 if value == "" else 2
+            if operator in ("<", ">") and not value.isdigit():
+                return f"{key}{operator} needs an integer"
+            problem = label_value_problem(value) if value not in ("(", ")", "=", "!", "<", ">") else "not a value"
+            if problem:
+                return problem
+        elif operator in ("in", "notin"):
+            if index + 1 >= len(tokens) or tokens[index + 1] != "(":
+                return f"{key} {operator} needs a list in parentheses"
+            closing = next((i for i in range(index + 2, len(tokens)) if tokens[i] == ")"), None)
+            if closing is None:
+                return f"{key} {operator} ( has no closing parenthesis"
+            values = [t for t in tokens[index + 2 : closing] if t != ","]
+            if not values:
+                return f"{key} {operator} () lists no value"
+            for value in values:
+                problem = label_value_problem(value) if value not in ("(", "=", "!", "<", ">") else "not a value"
+                if problem:
+                    return problem
+            index = closing + 1
+        else:
+            return f"unexpected {operator!r} after {key!r}"
+        if index < len(tokens):
+            if tokens[index] != ",":
+                return f"unexpected {tokens[index]!r}; requirements are separated by commas"
+            index += 1
+            if index == len(tokens):
+                return "a trailing comma"
+    return None

@@ -27,7 +27,14 @@ from components.catalog.kubernetes import (
     gpu_node_taint_problem,
     parse_taint,
 )
-from components.catalog.yandex import YANDEX_GPU_PLATFORMS, YandexGpuPlatform
+from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
+from components.catalog.yandex import (
+    YANDEX_GPU_PLATFORMS,
+    YandexGpuPlatform,
+    deploy_policy_problem,
+    disk_size_problem,
+    yandex_id_problem,
+)
 from components.gpu_operator.pool_config import PoolDriverConfig
 from components.mig.config import MigConfig
 
@@ -237,6 +244,13 @@ class NodeGroupConfig(ConfigModel):
             )
         yield from self._taint_problems(path)
         yield from label_problems(self.labels, join_path(path, "labels"))
+        yield from self._cloud_value_problems(path)
+        if self.gpu_environment == "runc" and self.labels.get(GPU_DEPLOY_DRIVER_LABEL) == "false":
+            yield Problem(
+                join_path(path, "labels", GPU_DEPLOY_DRIVER_LABEL),
+                "'false' on a runc (driverless) group makes the GPU Operator skip its driver there, and the image "
+                "has none: the nodes would have no driver at all; remove the label",
+            )
         if self.driver is not None:
             yield from self.driver.problems(join_path(path, "driver"))
         if self.host_driver_removal and self.gpu_environment == "runc":
@@ -250,6 +264,20 @@ class NodeGroupConfig(ConfigModel):
                 "true would let the cloud replace the preinstalled driver on its own schedule; "
                 "set false and upgrade by changing the stack",
             )
+
+    def _cloud_value_problems(self, path: str) -> Iterator[Problem]:
+        """Ids, deploy policy and disk size by the Yandex API's rules (``components.catalog.yandex``)."""
+        found = [
+            (join_path(path, "location", "subnetId"), yandex_id_problem(self.location.subnet_id)),
+            *(
+                (join_path(path, "securityGroupIds", index), yandex_id_problem(group_id))
+                for index, group_id in enumerate(self.security_group_ids)
+            ),
+            (join_path(path, "deploy", "maxExpansion"), deploy_policy_problem(self.deploy.max_expansion)),
+            (join_path(path, "deploy", "maxUnavailable"), deploy_policy_problem(self.deploy.max_unavailable)),
+            (join_path(path, "bootDisk", "size"), disk_size_problem(self.boot_disk.type, self.boot_disk.size)),
+        ]
+        yield from (Problem(key, problem) for key, problem in found if problem)
 
     def _shape_problems(self, path: str, platform: YandexGpuPlatform) -> Iterator[Problem]:
         res = self.resources
