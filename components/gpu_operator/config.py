@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
@@ -99,12 +99,21 @@ class GpuOperatorConfig(ConfigModel):
     )
     priority_class_name: str = "system-node-critical"
     update_strategy: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
-    max_unavailable: str = "1"
+    max_unavailable: str | int = Field(
+        default="1", description="daemonsets.rollingUpdate.maxUnavailable: a number of nodes or a percentage"
+    )
     scope_nfd_to_gpu_nodes: bool = True
     prometheus_operator: bool = Field(default=False, description="the cluster has the ServiceMonitor CRD")
     mig_manager: bool = True
     kyverno: KyvernoExclusion = KyvernoExclusion()
     extra_values: dict[str, Any] = Field(default_factory=dict, description="rare needs; checked against the chart")
+
+    @field_validator("max_unavailable", mode="before")
+    @classmethod
+    def _count_not_a_boolean(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number of nodes or a percentage such as '25%', not a boolean")
+        return value
 
     def problems(self, path: str) -> Iterator[Problem]:
         """Shape checks that need no other section (the checks across sections: components.stack.plan)."""

@@ -118,23 +118,34 @@ class MaintenanceWindow(ConfigModel):
     start_time: str
     duration: str
 
-    @model_validator(mode="after")
-    def _formats(self) -> MaintenanceWindow:
-        if not _TIME.match(self.start_time):
-            raise ValueError(f"startTime {self.start_time!r} must be HH:MM (UTC)")
-        if not _DURATION.match(self.duration):
-            raise ValueError(f"duration {self.duration!r} must look like 3h, 90m or 1h30m")
-        if not MIN_WINDOW_MINUTES <= self.minutes <= MAX_WINDOW_MINUTES:
-            raise ValueError(f"duration {self.duration!r} must be from 1h to 24h (Yandex maintenance windows)")
-        return self
+    @field_validator("start_time")
+    @classmethod
+    def _start_time(cls, value: str) -> str:
+        if not _TIME.match(value):
+            raise ValueError(f"startTime {value!r} must be HH:MM (UTC)")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not _DURATION.match(value):
+            raise ValueError(f"duration {value!r} must look like 3h, 90m or 1h30m")
+        if not MIN_WINDOW_MINUTES <= _minutes(value) <= MAX_WINDOW_MINUTES:
+            raise ValueError(f"duration {value!r} must be from 1h to 24h (Yandex maintenance windows)")
+        return value
 
     @property
     def minutes(self) -> int:
         """The duration in minutes."""
-        hours, _, rest = self.duration.partition("h")
-        if not rest and not self.duration.endswith("h"):
-            return int(hours.removesuffix("m"))
-        return int(hours) * 60 + int(rest.removesuffix("m") or 0)
+        return _minutes(self.duration)
+
+
+def _minutes(duration: str) -> int:
+    """``3h`` -> 180, ``90m`` -> 90, ``1h30m`` -> 90 (a duration ``_DURATION`` matched)."""
+    hours, _, rest = duration.partition("h")
+    if not rest and not duration.endswith("h"):
+        return int(hours.removesuffix("m"))
+    return int(hours) * 60 + int(rest.removesuffix("m") or 0)
 
 
 class Maintenance(ConfigModel):
