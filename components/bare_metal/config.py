@@ -204,12 +204,12 @@ def host_problem(host: str) -> str | None:
 def _taint_problems(node: BareMetalNode, node_path: str) -> Iterator[Problem]:
     """The catalog's taint rules (form, one taint per key and effect, a NoSchedule one on a GPU node)."""
     parsed, problems = check_taints(node.taints)
-    for index, problem in problems:
-        yield Problem(join_path(node_path, "taints", *(() if index is None else (index,))), problem)
-    problem = gpu_node_taint_problem(parsed)
-    if len(parsed) == len(node.taints) and not node.allow_untainted and problem:
+    for index, message in problems:
+        yield Problem(join_path(node_path, "taints", *(() if index is None else (index,))), message)
+    untainted = gpu_node_taint_problem(parsed)
+    if len(parsed) == len(node.taints) and not node.allow_untainted and untainted:
         yield Problem(
             join_path(node_path, "taints"),
-            f"a GPU node {problem}: register the node with one (kubelet --register-with-taints, or kubectl taint) "
+            f"a GPU node {untainted}: register the node with one (kubelet --register-with-taints, or kubectl taint) "
             "and declare it here, or set allowUntainted: true to accept any pod on it",
         )

@@ -324,12 +324,11 @@ class NodeGroupConfig(ConfigModel):
 
     def _taint_problems(self, path: str) -> Iterator[Problem]:
         parsed, problems = check_taints(self.taints)
-        for index, problem in problems:
-            yield Problem(join_path(path, "taints", *(() if index is None else (index,))), problem)
-        if self.resources.gpus > 0 and len(parsed) == len(self.taints):
-            problem = gpu_node_taint_problem(parsed)
-            if problem:
-                yield Problem(join_path(path, "taints"), f"a GPU node group {problem}")
+        for index, message in problems:
+            yield Problem(join_path(path, "taints", *(() if index is None else (index,))), message)
+        untainted = gpu_node_taint_problem(parsed)
+        if self.resources.gpus > 0 and len(parsed) == len(self.taints) and untainted:
+            yield Problem(join_path(path, "taints"), f"a GPU node group {untainted}")
 
 
 def node_group_name_problem(name: str) -> str | None:

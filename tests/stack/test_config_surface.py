@@ -136,7 +136,9 @@ _BAD_NAME = st.one_of(
 
 def dns_label(exclude: tuple[str, ...] = ()) -> Rule:
     valid = _DNS_LABEL.filter(lambda name: name not in exclude)
-    return Rule("DNS-1123 label (apimachinery IsDNS1123Label)", valid, st.one_of(_BAD_NAME, st.sampled_from(exclude or ("A",))))
+    return Rule(
+        "DNS-1123 label (apimachinery IsDNS1123Label)", valid, st.one_of(_BAD_NAME, st.sampled_from(exclude or ("A",)))
+    )
 
 
 _LABEL_VALUE = st.from_regex(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,20}[A-Za-z0-9])?)?", fullmatch=True)
@@ -146,10 +148,16 @@ _BAD_LABEL_VALUE = st.one_of(st.from_regex(r"[a-z]{1,4}[!# ][a-z]{1,4}", fullmat
 def label_map() -> Rule:
     keys = st.from_regex(r"team\.example\.com/[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
     invalid = st.one_of(
-        st.dictionaries(st.sampled_from(["Bad_Key!", "a/b/c", "kubernetes.io/role"]), _LABEL_VALUE, min_size=1, max_size=1),
+        st.dictionaries(
+            st.sampled_from(["Bad_Key!", "a/b/c", "kubernetes.io/role"]), _LABEL_VALUE, min_size=1, max_size=1
+        ),
         st.dictionaries(keys, _BAD_LABEL_VALUE, min_size=1, max_size=1),
     )
-    return Rule("Kubernetes labels (IsQualifiedName, IsValidLabelValue)", st.dictionaries(keys, _LABEL_VALUE, max_size=3), invalid)
+    return Rule(
+        "Kubernetes labels (IsQualifiedName, IsValidLabelValue)",
+        st.dictionaries(keys, _LABEL_VALUE, max_size=3),
+        invalid,
+    )
 
 
 def _taint(effect: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -160,12 +168,19 @@ def _taint(effect: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 def taints() -> Rule:
     extra = st.lists(_taint(st.sampled_from(TAINT_EFFECTS)), max_size=3).map(
-        lambda items: [t for i, t in enumerate(items) if t.partition("=")[0].partition(":")[0] not in {x.partition("=")[0].partition(":")[0] for x in items[:i]} and not t.startswith("nvidia.com/gpu")]
+        lambda items: [
+            t
+            for i, t in enumerate(items)
+            if t.partition("=")[0].partition(":")[0] not in {x.partition("=")[0].partition(":")[0] for x in items[:i]}
+            and not t.startswith("nvidia.com/gpu")
+        ]
     )
     valid = extra.map(lambda items: ["nvidia.com/gpu=true:NoSchedule", *items])
     broken = st.sampled_from(["nvidia.com/gpu=true:Never", "no-effect", "a=b=c:NoSchedule", "Bad Key=x:NoSchedule"])
     repeated = st.just(["nvidia.com/gpu=true:NoSchedule", "nvidia.com/gpu=false:NoSchedule"])
-    invalid = st.one_of(broken.map(lambda bad: ["nvidia.com/gpu=true:NoSchedule", bad]), repeated, st.just([]))
+    invalid: st.SearchStrategy[list[str]] = st.one_of(
+        broken.map(lambda bad: ["nvidia.com/gpu=true:NoSchedule", bad]), repeated, st.just([])
+    )
     return Rule("Kubernetes taints (kubectl parseTaint, one per key and effect, a NoSchedule one)", valid, invalid)
 
 
@@ -198,7 +213,9 @@ def yandex_ids() -> Rule:
     id_rule = yandex_id()
     invalid = id_rule.invalid
     assert invalid is not None
-    return Rule(id_rule.owner, st.lists(id_rule.valid, max_size=3), st.one_of(invalid.map(lambda v: [v]), st.just([""])))
+    return Rule(
+        id_rule.owner, st.lists(id_rule.valid, max_size=3), st.one_of(invalid.map(lambda v: [v]), st.just([""]))
+    )
 
 
 def yandex_label_value() -> Rule:
@@ -221,17 +238,23 @@ def login_name() -> Rule:
 
 def host() -> Rule:
     valid = st.one_of(st.from_regex(r"[a-z]{1,8}(\.[a-z]{1,8}){1,2}", fullmatch=True), st.ip_addresses(v=4).map(str))
-    return Rule("an address SSH reaches (an IP or a DNS name)", valid, st.sampled_from(["bad host!", "a..b", "-x.example.com"]))
+    return Rule(
+        "an address SSH reaches (an IP or a DNS name)", valid, st.sampled_from(["bad host!", "a..b", "-x.example.com"])
+    )
 
 
 def secret_key(taken: tuple[str, ...]) -> Rule:
-    valid = st.from_regex(r"[a-z][A-Za-z0-9]{3,12}", fullmatch=True).filter(lambda k: k not in (*taken, *top_level_keys()))
+    valid = st.from_regex(r"[a-z][A-Za-z0-9]{3,12}", fullmatch=True).filter(
+        lambda k: k not in (*taken, *top_level_keys())
+    )
     return Rule("a secret config key of its own", valid, st.sampled_from(["", *top_level_keys()[:3]]))
 
 
 def kernel_args() -> Rule:
     names = sorted(ALLOWED_KERNEL_ARG_NAMES - {"module.sig_enforce", "nouveau.modeset"})
-    arg = st.builds(lambda n, v: f"{n}={v}" if v else n, st.sampled_from(names), st.from_regex(r"[a-z0-9]{0,4}", fullmatch=True))
+    arg = st.builds(
+        lambda n, v: f"{n}={v}" if v else n, st.sampled_from(names), st.from_regex(r"[a-z0-9]{0,4}", fullmatch=True)
+    )
     valid = st.lists(arg, max_size=3)
     invalid = st.sampled_from(["init=/bin/sh", "nouveau.modeset=1", "quiet splash", "rd.break"]).map(lambda a: [a])
     return Rule("kernel arguments host preparation adds (components/catalog/kernel_args.py)", valid, invalid)
@@ -248,7 +271,11 @@ def window_duration() -> Rule:
 
 
 def free_text() -> Rule:
-    return Rule("free text (shown in outputs only)", st.text(string.ascii_letters + string.digits + " -_.@", min_size=1, max_size=20).filter(str.strip), None)
+    return Rule(
+        "free text (shown in outputs only)",
+        st.text(string.ascii_letters + string.digits + " -_.@", min_size=1, max_size=20).filter(str.strip),
+        None,
+    )
 
 
 # First match wins. The int bounds are each field's own (the model's ge/le), the upper one the int32 field.
@@ -305,12 +332,29 @@ RULES: list[tuple[str, Rule]] = [
     ("gpuOperator.timeoutSeconds", integer(300)),
     ("gpuOperator.maxUnavailable", percent_or_count(0)),
     ("gpuOperator.updateStrategy", choice("RollingUpdate", "OnDelete")),
-    ("gpuOperator.priorityClassName", Rule("a PriorityClass name", st.just("system-node-critical") | _DNS_LABEL.filter(lambda n: not n.startswith("system-")), st.sampled_from(["system-mine", "Critical", "a_b"]))),
+    (
+        "gpuOperator.priorityClassName",
+        Rule(
+            "a PriorityClass name",
+            st.just("system-node-critical") | _DNS_LABEL.filter(lambda n: not n.startswith("system-")),
+            st.sampled_from(["system-mine", "Critical", "a_b"]),
+        ),
+    ),
     ("gpuOperator.kyverno.namespace", dns_label()),
-    ("gpuOperator.kyverno.configMap", Rule("a DNS-1123 subdomain (ConfigMap name)", _DNS_LABEL, _BAD_NAME.filter(lambda n: len(n) < 64))),
+    (
+        "gpuOperator.kyverno.configMap",
+        Rule("a DNS-1123 subdomain (ConfigMap name)", _DNS_LABEL, _BAD_NAME.filter(lambda n: len(n) < 64)),
+    ),
     ("gpuOperator.kyverno.mode", choice("webhookNamespaceSelector")),
     ("gpuOperator.kyverno.enabled", boolean()),
-    ("gpuOperator.kyverno.policies", Rule("DNS-1123 subdomains", st.lists(_DNS_LABEL, max_size=2), _BAD_NAME.filter(lambda n: len(n) < 64).map(lambda n: [n]))),
+    (
+        "gpuOperator.kyverno.policies",
+        Rule(
+            "DNS-1123 subdomains",
+            st.lists(_DNS_LABEL, max_size=2),
+            _BAD_NAME.filter(lambda n: len(n) < 64).map(lambda n: [n]),
+        ),
+    ),
     ("gpuOperator.vgpuDeviceManager", boolean()),
     ("gpuOperator.vfioManager", boolean()),
     ("gpuOperator.sandboxDevicePlugin", boolean()),
@@ -321,7 +365,14 @@ RULES: list[tuple[str, Rule]] = [
     ("mig.configMapName", dns_label()),
     ("mig.withReboot", boolean()),
     ("nodeAgent.namespace", dns_label()),
-    ("nodeAgent.maxUnavailable", Rule("a count >= 1 or 1%-100%", st.one_of(st.integers(1, 1000), st.integers(1, 100).map(lambda p: f"{p}%")), st.sampled_from([0, "0%", "101%", True, "x"]))),
+    (
+        "nodeAgent.maxUnavailable",
+        Rule(
+            "a count >= 1 or 1%-100%",
+            st.one_of(st.integers(1, 1000), st.integers(1, 100).map(lambda p: f"{p}%")),
+            st.sampled_from([0, "0%", "101%", True, "x"]),
+        ),
+    ),
     ("nodeAgent.dryRun", boolean()),
     ("nodeAgent.allowReboot", boolean()),
     ("nodeAgent.evictionTimeoutSeconds", integer(30)),
@@ -414,7 +465,9 @@ CHECKED = [(stack, path) for stack, path in SURFACE if contextual(pattern(path))
 
 
 def test_every_leaf_of_the_surface_has_a_rule_or_says_where_it_is_tested() -> None:
-    uncovered = sorted({pattern(path) for _, path in SURFACE if rule_for(pattern(path)) is None and not contextual(pattern(path))})
+    uncovered = sorted(
+        {pattern(path) for _, path in SURFACE if rule_for(pattern(path)) is None and not contextual(pattern(path))}
+    )
     assert uncovered == [], f"leaves with no rule and no contextual test: {uncovered}"
     assert len(CHECKED) > 150, "both stacks' sections, defaults included"
     assert any(path[0] == "nodeGroupDefaults" for _, path in CHECKED)
@@ -445,7 +498,9 @@ def test_a_valid_value_is_never_refused(data: st.DataObject, leaf: tuple[str, tu
 
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), leaf=st.sampled_from([leaf for leaf in CHECKED if _has_invalid(leaf)]))
-def test_an_invalid_value_is_refused_at_the_key_the_file_has(data: st.DataObject, leaf: tuple[str, tuple[Any, ...]]) -> None:
+def test_an_invalid_value_is_refused_at_the_key_the_file_has(
+    data: st.DataObject, leaf: tuple[str, tuple[Any, ...]]
+) -> None:
     stack, path = leaf
     rule = rule_for(pattern(path))
     assert rule is not None and rule.invalid is not None
