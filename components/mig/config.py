@@ -77,7 +77,7 @@ class MigSettings(ConfigModel):
     def _config_map_name_is_an_object_name(cls, value: str) -> str:
         problem = dns_subdomain_problem(value)
         if problem:
-            raise ValueError(f"configMapName {problem}")
+            raise ValueError(problem)
         return value
 
     demand: list[MigDemand] = Field(default_factory=list)
