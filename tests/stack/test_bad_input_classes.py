@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.catalog.kubernetes import INT32_MAX
+from components.catalog.kubernetes import GO_DURATION_MAX_SECONDS, INT32_MAX
 from tests.helpers import plan_raw, refusal, set_path, stack_raw
 
 V100 = "nodeGroups.v100"
@@ -210,3 +210,10 @@ def test_a_taint_without_a_value_is_accepted_on_yandex_and_bare_metal() -> None:
     assert dev.config.node_groups["v100"].taints == ["nvidia.com/gpu=:NoSchedule"]  # the form Yandex's API takes
     prod = plan_raw(set_path(stack_raw("prod"), "bareMetal.nodes.0.taints", ["nvidia.com/gpu:NoSchedule"]))
     assert {str(taint) for taint in prod.pool("gpu-node-1").taints} == {"nvidia.com/gpu=:NoSchedule"}
+
+
+def test_a_timeout_past_a_go_duration_is_refused_in_every_section() -> None:
+    """kubeflow.awaitTimeoutSeconds becomes a Go time.Duration in the provider: 1e12 s is past it (and the int32)."""
+    (line,) = refusal(set_path(stack_raw("dev"), "kubeflow.awaitTimeoutSeconds", 1e12))
+    assert line.startswith("kubeflow.awaitTimeoutSeconds: 1000000000000 does not fit an int32")
+    assert GO_DURATION_MAX_SECONDS > INT32_MAX  # so the int32 bound keeps every timeout inside a Go duration
