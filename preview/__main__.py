@@ -191,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         stacks = available_stacks(args.root)
     baselines = None if args.quiet else _baselines(args.root, args.base, args.base_dir, args.no_base, stacks)
     codes = [
-        _guarded(stack, args.out, args.quiet, args.root, baselines=baselines, verbose=args.verbose) for stack in stacks
+        preview_stack_guarded(stack, args.out, args.quiet, args.root, baselines=baselines, verbose=args.verbose)
+        for stack in stacks
     ]
     return max(codes, default=0)
 
@@ -209,7 +210,7 @@ def _baselines(root: Path, ref: str, folder: Path | None, none: bool, stacks: li
         return None
 
 
-def _guarded(
+def preview_stack_guarded(
     stack: str,
     out_root: Path,
     quiet: bool,
@@ -217,7 +218,10 @@ def _guarded(
     baselines: BaselineSource | None = None,
     verbose: bool = False,
 ) -> int:
-    """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1)."""
+    """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1).
+
+    Public: ``make diff`` (``preview.diff``) previews its stacks through it too.
+    """
     try:
         return preview_stack(stack, out_root, quiet, root, baselines, verbose)
     except Exception as error:  # a bug in the program or the preview, never a config problem

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from components.catalog.names import NODE_GROUP_TYPE
 from preview.mocks import SECRET_MASK
 from preview.moves import Move, find_moves
 from preview.replacements import ResourceOptions, replace_note, replace_reasons, update_note
@@ -501,6 +502,21 @@ def _cloud_name(snapshot: Snapshot | None, pool: str) -> str:
     return str(group.get("cloudName") or "") if isinstance(group, dict) else ""
 
 
+def _node_group_replaced(head: Snapshot, cloud_name: str, changes: list[ResourceChange]) -> bool:
+    """Whether the node group named ``cloud_name`` in ``head`` is replaced (a replace-forcing field changed).
+
+    Read from the resource's own change, whose reasons come from the catalog's ForceNew table
+    (``preview.replacements``), never from a changed cloud name: the provider renames a group in place.
+    """
+    for change in changes:
+        if change.type != NODE_GROUP_TYPE or change.action != REPLACE:
+            continue
+        resource = next((r for r in head.resources if r["name"] == change.name and r["type"] == change.type), None)
+        if ((resource or {}).get("inputs") or {}).get("name") == cloud_name:
+            return True
+    return False
+
+
 def _pool_changes(base: Snapshot | None, head: Snapshot, resources: list[ResourceChange]) -> list[PoolChange]:
     before = {p.name: p for p in (base.pools() if base else [])}
     after = {p.name: p for p in head.pools()}
@@ -524,8 +540,8 @@ def _pool_changes(base: Snapshot | None, head: Snapshot, resources: list[Resourc
             status = "changed"
         old_cloud, new_cloud = _cloud_name(base, name), _cloud_name(head, name)
         replaced = ""
-        if old and new and old_cloud and new_cloud and old_cloud != new_cloud:
-            replaced = f"every node is replaced: the group {old_cloud} gives way to {new_cloud}"
+        if old and new and new_cloud and _node_group_replaced(head, new_cloud, resources):
+            replaced = f"every node is replaced: the group {old_cloud or '?'} gives way to {new_cloud}"
             status = "changed"
         found.append(
             PoolChange(

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from components.mig.recorded import record_file_name
-from preview.__main__ import HEAD_LABEL, _guarded, base_snapshot
+from preview.__main__ import HEAD_LABEL, base_snapshot, preview_stack_guarded
 from preview.baseline import BaselineError, PendingBaseline
 from preview.changes import StackDiff, diff_snapshots, findings_of
 from preview.mig_plan import PLAN_FILE
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except (BaselineError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    codes = {stack: _guarded(stack, preview_out, True, root, baselines=pending) for stack in stacks}
+    codes = {stack: preview_stack_guarded(stack, preview_out, True, root, baselines=pending) for stack in stacks}
     for stack in stacks:
         where = out / stack
         baseline = pending.get(stack)

@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -64,6 +65,10 @@ class RenderedObject:
 
     origin: Registration
     manifest: dict[str, Any]
+    #: The document as the tool printed it (None when the stream could not be split safely): written
+    #: to ``rendered/`` as is when nothing in it needs masking, instead of serialising ``manifest``
+    #: again (PyYAML's representer costs seconds on a Kubeflow render of ~600 objects).
+    text: str | None = None
 
     @property
     def type(self) -> str:
@@ -159,13 +164,17 @@ def _render_files(render: Render) -> dict[str, str]:
             return stored
     files: dict[str, str] = {}
     for obj in render.objects:
-        manifest = _masked(obj.manifest, secrets)
+        manifest = _masked(obj.manifest, secrets) if secrets or obj.manifest.get("kind") == "Secret" else obj.manifest
         name = manifest_filename(manifest, obj.name)
         path = f"{RENDERED_DIR}/{render.origin.name}/{name}"
         if path in files:  # the same kind and name in two API groups
             group = str(manifest.get("apiVersion") or "").split("/")[0].replace(".", "-")
             path = f"{path[: -len('.yaml')]}-{group}.yaml"
-        files[path] = dump_yaml(manifest)
+        as_printed = obj.text is not None and (manifest is obj.manifest or manifest == obj.manifest)
+        if as_printed and obj.text is not None and not any(secret in obj.text for secret in secrets):
+            files[path] = obj.text  # nothing to mask, comments included
+        else:
+            files[path] = dump_yaml(manifest)
     if render.cache is not None and render.cache_key is not None:
         render.cache.put(render.cache_key, kind, files)
     return files
@@ -248,10 +257,31 @@ class _Job:
     inputs: str = ""
 
 
+# A line that starts a YAML document. By the YAML 1.2 spec (``c-forbidden``) such a line cannot occur
+# inside a scalar, so a stream splits on it without parsing; a marker with content after it, a
+# directive or an end marker (which helm and kustomize do not print) makes the split unsafe.
+_DOCUMENT_START = re.compile(r"^---[ \t]*$", re.MULTILINE)
+_UNSAFE_SPLIT = re.compile(r"^(?:---[ \t]*\S|\.\.\.|%)", re.MULTILINE)
+
+
+def split_documents(text: str) -> list[str] | None:
+    """The stream's documents as printed, or None when a line the split does not handle occurs."""
+    if _UNSAFE_SPLIT.search(text):
+        return None
+    return [part for part in _DOCUMENT_START.split(text) if part.strip()]
+
+
 def _objects(origin: Registration, text: str) -> Iterator[RenderedObject]:
-    for document in yaml.load_all(text, Loader=_LOADER):
+    documents = split_documents(text)
+    if documents is None:
+        for document in yaml.load_all(text, Loader=_LOADER):
+            if isinstance(document, dict) and document.get("kind"):
+                yield RenderedObject(origin, document)
+        return
+    for part in documents:
+        document = yaml.load(part, Loader=_LOADER)
         if isinstance(document, dict) and document.get("kind"):
-            yield RenderedObject(origin, document)
+            yield RenderedObject(origin, document, part.strip("\n") + "\n")
 
 
 def _run(job: _Job, root: Path) -> Render:
@@ -332,13 +362,13 @@ def _cached_run(job: _Job, root: Path, cache: RenderCache | None) -> Render:
     key = cache.key(job.command[0], job.arguments, job.inputs) if cache is not None else None
     if cache is None or key is None:
         return _run(job, root)
-    stored = cache.get(key, "objects")
+    stored = cache.get(key, "documents")
     if isinstance(stored, list):
-        objects = tuple(RenderedObject(job.origin, manifest) for manifest in stored)
+        objects = tuple(RenderedObject(job.origin, manifest, text) for manifest, text in stored)
         return Render(job.origin, job.shown, objects=objects, cache=cache, cache_key=key)
     render = _run(job, root)
     if render.problem is None:
-        cache.put(key, "objects", [obj.manifest for obj in render.objects])
+        cache.put(key, "documents", [(obj.manifest, obj.text) for obj in render.objects])
         render = dataclasses.replace(render, cache=cache, cache_key=key)
     return render
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components.base import strict_yaml
 from components.stack.config import PROJECT
-from preview import strict_yaml
 
 OFFLINE_DUMMY_PREFIX = "offline-preview-dummy"
 #: Keys of a Pulumi stack settings file (github.com/pulumi/pulumi sdk/go/common/workspace/project.go ProjectStack).

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from components.base.config_model import ConfigModel, label_problems
 from components.base.problems import Problem, join_path
-from components.catalog.gpus import GPU_MODELS
+from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
 from components.catalog.kernel_args import kernel_arg_problem
 from components.catalog.kubernetes import (
     check_taints,
@@ -150,6 +150,9 @@ class BareMetalConfig(ConfigModel):
                 yield Problem(
                     join_path(node_path, "gpuModel"), f"{node.gpu_model!r} is not a known GPU model; allowed: {allowed}"
                 )
+            gpu_count_problem = host_gpu_count_problem(node.gpu_model, node.gpus)
+            if gpu_count_problem:
+                yield Problem(join_path(node_path, "gpus"), gpu_count_problem)
             yield from label_problems(node.labels, join_path(node_path, "labels"))
             if node.driver is not None:
                 yield from node.driver.problems(join_path(node_path, "driver"))

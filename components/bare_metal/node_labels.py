@@ -1,7 +1,20 @@
-"""Labels on existing bare-metal nodes, through server-side apply with one fixed field manager.
+"""Labels on existing bare-metal nodes: one NodePatch per Node, one field manager.
 
-``NodePatch`` owns exactly the labels (and annotations) it sets: deleting it (or dropping a label from
-config) removes those labels and leaves every other manager's labels alone.
+Server-side apply gives every field of the Node to the managers that last sent it (Kubernetes docs,
+"Server-Side Apply", field management). pulumi-kubernetes applies a Patch resource's whole input object
+(``provider/pkg/await/await.go``: the create and ``ssaUpdate`` marshal ``c.Inputs`` as they are), so the
+``pulumi.com/patchFieldManager`` annotation itself is a field of the Node. Two patches of one Node under two
+managers therefore send the same annotation key with two values, and once the forced one has applied, an
+unforced apply of the other that changes anything is a conflict. So every label and annotation the program
+puts on a Node goes through one NodePatch under ``FIELD_MANAGER``:
+
+- the platform labels (``bare_metal_labels``), the driver-group label, the MIG label (or the node agent's
+  desired-config label) and the declared taints as annotations;
+- forced only where the patch carries a label another manager may own (``CONTESTED_NODE_LABELS``: the
+  operator writes ``nvidia.com/mig.config=all-disabled`` on MIG-capable nodes that carry none);
+- a label dropped from config is released: server-side apply removes a field no other manager owns, and
+  deleting the patch (pulumi-kubernetes ``ssa.Relinquish``: an apply of an empty object under the patch's
+  manager) releases every field of it and leaves every other manager's fields alone.
 """
 
 from __future__ import annotations
@@ -14,11 +27,13 @@ import pulumi_kubernetes as k8s
 
 from components.bare_metal.config import BareMetalNode
 from components.catalog.names import (
+    CONTESTED_NODE_LABELS,
     DECLARED_TAINTS_ANNOTATION,
     FIELD_MANAGER,
     GPU_MODEL_LABEL,
     GPU_NODE_LABEL,
     NODE_GROUP_LABEL,
+    NODE_LABELS_TYPE,
     PATCH_FIELD_MANAGER_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
     UNTAINTED_ACCEPTED_ANNOTATION,
@@ -26,10 +41,11 @@ from components.catalog.names import (
 
 
 def bare_metal_labels(node: BareMetalNode, owned: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The labels gpu-platform owns on one bare-metal node (the MIG label is applied separately).
+    """Every label gpu-platform owns on one bare-metal node.
 
     ``owned``: labels the stack decides beyond the node's own config, such as ``gpu-platform.io/driver``
-    (which NVIDIADriver selects the node); they go last, so no label from ``labels`` can replace them.
+    (which NVIDIADriver selects the node) and the MIG config label; they go last, so no label from
+    ``labels`` can replace them.
     """
     labels = {GPU_NODE_LABEL: "true", GPU_MODEL_LABEL: node.gpu_model, NODE_GROUP_LABEL: node.pool}
     labels.update(node.labels)
@@ -50,43 +66,44 @@ def declared_taint_annotations(node: BareMetalNode) -> dict[str, str]:
     return annotations
 
 
+def patch_annotations(labels: Mapping[str, str], annotations: Mapping[str, str]) -> dict[str, str]:
+    """``annotations`` plus pulumi-kubernetes' own: the field manager, and force where a label is contested.
+
+    Forced only then: an unforced apply fails on a conflict instead of taking a field over, which is
+    what the program wants for every field nobody else should be writing.
+    """
+    merged = {**annotations, PATCH_FIELD_MANAGER_ANNOTATION: FIELD_MANAGER}
+    if any(key in labels for key in CONTESTED_NODE_LABELS):
+        merged[PATCH_FORCE_ANNOTATION] = "true"
+    return dict(sorted(merged.items()))
+
+
 @dataclass(frozen=True)
 class NodeLabelsArgs:
-    """Labels per node name, the field manager that owns them, and the provider.
-
-    Each field manager owns exactly its labels: the MIG label has its own manager so that it can be
-    applied after the GPU Operator release (which carries the mig-parted config it names). ``force``
-    takes a label over from another field manager instead of failing on the conflict: the operator
-    writes ``nvidia.com/mig.config`` itself on nodes that carry none (see ``gpu_operator_chart``).
-    """
+    """Labels and annotations per node name, the provider, and what every patch waits for."""
 
     labels: dict[str, dict[str, str]]
     provider: k8s.Provider
     annotations: dict[str, dict[str, str]] = field(default_factory=dict)  # per node name, beside the patch's own
-    field_manager: str = FIELD_MANAGER
-    force: bool = False
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class BareMetalNodeLabels(pulumi.ComponentResource):
-    """One NodePatch per bare-metal GPU node."""
+    """One NodePatch per bare-metal GPU node, ``<name>-<node>``: the name the platform labels' patch always had,
+    so the engine updates the live patch in place (no alias needed, nothing recreated)."""
 
     patches: dict[str, k8s.core.v1.NodePatch]
 
     def __init__(self, name: str, args: NodeLabelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:baremetal:NodeLabels", name, None, opts)
+        super().__init__(NODE_LABELS_TYPE, name, None, opts)
         self.patches = {}
-        patch_annotations = {PATCH_FIELD_MANAGER_ANNOTATION: args.field_manager}
-        if args.force:
-            patch_annotations[PATCH_FORCE_ANNOTATION] = "true"
         for node_name, labels in args.labels.items():
-            annotations = dict(sorted({**args.annotations.get(node_name, {}), **patch_annotations}.items()))
             self.patches[node_name] = k8s.core.v1.NodePatch(
                 f"{name}-{node_name}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
                     name=node_name,
                     labels=dict(sorted(labels.items())),
-                    annotations=annotations,
+                    annotations=patch_annotations(labels, args.annotations.get(node_name, {})),
                 ),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
             )

@@ -289,6 +289,104 @@ def duplicate_taint_problems(taints: Iterable[Taint]) -> list[str]:
     return problems
 
 
+# ============================================================================================
+# Names and keys the API server refuses, with whose rule it is
+# (added for the Kubeflow values: each message says what is wrong, what is allowed and which
+# Kubernetes function refuses it, so a config error reads like the API server's, before it runs)
+# ============================================================================================
+
+#: k8s.io/apimachinery ``pkg/api/validation/generic.go`` NameIsDNSSubdomain (IsDNS1123Subdomain in
+#: ``pkg/util/validation/validation.go``): the name rule of Secrets (k8s.io/kubernetes
+#: ``pkg/apis/core/validation`` ValidateSecretName, which ``pkg/apis/networking/validation``
+#: validateTLSSecretName applies to an Ingress's ``spec.tls[].secretName``), of IngressClasses
+#: (ValidateIngressClassName, which validateIngressSpec applies to ``spec.ingressClassName``) and of every
+#: custom resource (k8s.io/apiextensions-apiserver ``pkg/registry/customresource/validator.go``). The same in
+#: Kubernetes release-1.27 and master; an empty ``secretName`` is allowed there (the controller's default
+#: certificate), refused here: the Kubeflow Ingress always names its TLS Secret.
+SUBDOMAIN_NAME_RULE = "k8s.io/apimachinery NameIsDNSSubdomain"
+
+
+def object_name_problem(name: str, kind: str, checked_by: str) -> str | None:
+    """Why ``name`` cannot name a ``kind`` object (a DNS-1123 subdomain), or None; ``checked_by``: the validator."""
+    if name and len(name) <= 253 and _DNS_SUBDOMAIN.match(name):
+        return None
+    return (
+        f"{name!r} is not a valid {kind} name: the Kubernetes API server allows only a DNS-1123 subdomain, "
+        "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 "
+        f"characters ({SUBDOMAIN_NAME_RULE}, applied by {checked_by})"
+    )
+
+
+def secret_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be the Secret an Ingress's ``spec.tls[].secretName`` names, or None."""
+    return object_name_problem(name, "Secret", "networking validateTLSSecretName")
+
+
+def ingress_class_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an Ingress's ``spec.ingressClassName`` (an IngressClass name), or None."""
+    return object_name_problem(name, "IngressClass", "networking ValidateIngressClassName")
+
+
+def custom_resource_name_problem(name: str, kind: str) -> str | None:
+    """Why ``name`` cannot name a custom resource of ``kind`` (a ClusterIssuer, a Profile...), or None."""
+    return object_name_problem(name, kind, "the apiextensions-apiserver custom resource validator")
+
+
+#: The quota resources without a ``/`` that a ResourceQuota accepts: k8s.io/kubernetes
+#: ``pkg/apis/core/helper/helpers.go`` standardQuotaResources (the same list in release-1.23, release-1.26 and
+#: master), plus the huge-page names (IsQuotaHugePageResourceName: ``hugepages-<size>``, ``requests.hugepages-<size>``).
+STANDARD_QUOTA_RESOURCES = (
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "persistentvolumeclaims",
+    "configmaps",
+    "services.nodeports",
+    "services.loadbalancers",
+)
+_QUOTA_HUGEPAGES_PREFIXES = ("hugepages-", "requests.hugepages-")
+
+
+def quota_resource_name_problem(key: str) -> str | None:
+    """Why ``key`` cannot be a ResourceQuota ``spec.hard`` key, or None.
+
+    k8s.io/kubernetes ``pkg/apis/core/validation`` validateResourceQuotaResourceName: a qualified name
+    (``IsQualifiedName``); one without a ``/`` prefix must be a standard quota resource.
+    """
+    rule = "k8s.io/kubernetes validateResourceQuotaResourceName"
+    problem = label_key_problem(key)
+    if problem:
+        return f"{problem} ({rule}: a quota key is a qualified name)"
+    if "/" not in key and key not in STANDARD_QUOTA_RESOURCES and not key.startswith(_QUOTA_HUGEPAGES_PREFIXES):
+        return (
+            f"{key!r} is not a resource a ResourceQuota counts: without a '/' prefix it must be one of "
+            f"{', '.join(STANDARD_QUOTA_RESOURCES)} or hugepages-<size>; an extended resource is written "
+            f"requests.<domain>/<name>, e.g. requests.nvidia.com/gpu ({rule})"
+        )
+    return None
+
+
+#: Whose rule the older checks above apply, for messages that name it: an Ingress rule's host
+#: (k8s.io/kubernetes ``pkg/apis/networking/validation`` validateIngressRules: not an IP, a DNS-1123 subdomain or
+#: a ``*.`` wildcard; ``hostname_problem`` also asks for a dot, a public name), a namespace's name
+#: (ValidateNamespaceName = apimachinery NameIsDNSLabel) and a quantity (apimachinery ``resource.ParseQuantity``).
+INGRESS_HOST_RULE = "the API server's Ingress rule host check, k8s.io/kubernetes validateIngressRules"
+NAMESPACE_NAME_RULE = "the API server's namespace name rule, k8s.io/apimachinery NameIsDNSLabel"
+QUANTITY_RULE = "the API server's quantity format, k8s.io/apimachinery resource.ParseQuantity"
+
+
 # ----------------------------------------------------------------------------------------------
 # Values the config layer checks by the receiving API's rule (issue #28): numbers past their field's
 # type, label selectors, namespaces the platform must not take. Kept apart from the rules above so

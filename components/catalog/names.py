@@ -33,8 +33,14 @@ DRIVER_GROUP_LABEL: Final = f"{PREFIX}driver"
 # Server-side apply field managers of the patches the program owns.
 #: The Pulumi project name (``Pulumi.yaml``): config keys are ``gpu-platform:<key>``, URNs carry it.
 PROJECT: Final = "gpu-platform"
+#: The one field manager of everything the program applies, a bare-metal node's NodePatch included (one per
+#: Node: two patches of one Node under two managers conflict on the annotations both send, see
+#: ``components.bare_metal.node_labels``).
 FIELD_MANAGER: Final = "gpu-platform"
-MIG_FIELD_MANAGER: Final = "gpu-platform-mig"  # owns nvidia.com/mig.config on bare-metal nodes
+#: The manager of the separate bare-metal MIG NodePatch (``mig-config-<node>``) of releases before the patches
+#: were merged: the ``pulumi up`` that merges them deletes that patch, and pulumi-kubernetes' delete releases
+#: this manager's fields (tests/stack/test_server_side_apply.py replays that step). Read by the tests only.
+LEGACY_MIG_FIELD_MANAGER: Final = "gpu-platform-mig"
 
 # pulumi-kubernetes Patch resources (``NodePatch``, ``ConfigMapPatch``): server-side apply as the named
 # field manager; a field another manager owns is a conflict unless forced (pulumi-kubernetes API docs of
@@ -66,9 +72,16 @@ DRIVER_POOLS_ANNOTATION: Final = f"{PREFIX}pools"
 
 # NVIDIA's MIG label, read by mig-manager. The GPU Operator itself writes all-disabled on MIG-capable
 # nodes that carry none, as field manager gpu-operator (gpu_operator_chart.OPERATOR_FIELD_MANAGER, with
-# its source), so the program's bare-metal MIG NodePatch is forced.
+# its source), so a bare-metal NodePatch that carries the label is forced (CONTESTED_NODE_LABELS).
 MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
 MIG_ALL_DISABLED: Final = "all-disabled"
+# mig-manager's answer to a MIG label: pending, rebooting, success or failed (mig-parted v0.15.0
+# pkg/mig/reconfigure/reconfigure.go); read by the node agent and the alerts.
+MIG_CONFIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
+#: Node labels the program sets that another field manager may own (the operator's, above): a NodePatch that
+#: carries one is forced, since an unforced apply that changes a field another manager owns is a conflict.
+#: Every other label and annotation of the patch only the program writes, so those patches are not forced.
+CONTESTED_NODE_LABELS: Final = (MIG_CONFIG_LABEL,)
 
 #: Node labels the program sets itself; a user label with one of these keys would override the platform's.
 OWNED_NODE_LABELS: Final = (
@@ -120,7 +133,7 @@ OBSERVABILITY_TYPE: Final = "gpu-platform:observability:Observability"
 OFFLINE_ENV: Final = "GPU_PLATFORM_OFFLINE"  # "1" under the offline preview
 
 # Kubeflow PodDefaults, one per GPU pool in every Profile namespace: the spawner sets this label (per pool)
-# to "true" on a notebook when its PodDefault is ticked (kubeflow_manifests.PODDEFAULT_KIND).
+# to "true" on a notebook when its PodDefault is ticked (catalog.kubeflow.v1_10_2.spawner.PODDEFAULT_KIND).
 GPU_POOL_PODDEFAULT_PREFIX: Final = "gpu-pool-"  # PodDefault name: gpu-pool-<pool>
 GPU_POOL_PODDEFAULT_LABEL_PREFIX: Final = f"{PREFIX}gpu-pool-"  # selector label: gpu-platform.io/gpu-pool-<pool>
 # Kubeflow Profiles as Pulumi registers them (the program's CustomResource, or a YAML/kustomize object).

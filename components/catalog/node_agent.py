@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from components.catalog.names import MIG_CONFIG_LABEL, PREFIX
+from components.catalog.names import (
+    MIG_ALL_DISABLED,
+    MIG_CONFIG_LABEL,
+    MIG_CONFIG_STATE_LABEL,
+    NODE_GROUP_LABEL,
+    PREFIX,
+)
 
 AGENT_PREFIX: Final = f"{PREFIX}node-agent."
 
@@ -264,8 +270,8 @@ MIG_PENDING_TAINT_EFFECT: Final = "NoSchedule"
 
 #: Labels the controller reads and writes besides its own.
 MIG_LABEL: Final = MIG_CONFIG_LABEL
-MIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
-MIG_TOGGLE_CONFIG: Final = "all-disabled"
+MIG_STATE_LABEL: Final = MIG_CONFIG_STATE_LABEL
+MIG_TOGGLE_CONFIG: Final = MIG_ALL_DISABLED
 #: The values mig-manager writes in :data:`MIG_STATE_LABEL` (mig-parted v0.15.0
 #: pkg/mig/reconfigure/reconfigure.go: ``setNodeLabel(migConfigStateLabel, "pending"|"rebooting")``,
 #: ``setState(migStateSuccess|migStateFailed)``). It writes none of them when the label changes: only after its
@@ -329,7 +335,7 @@ LEASE_TOUCHED_ANNOTATION: Final = f"{AGENT_PREFIX}touched"
 #: Lease annotation naming the reason a touched node failed: the pool halts until an operator deletes the Lease.
 LEASE_FAILED_ANNOTATION: Final = f"{AGENT_PREFIX}failed"
 #: Node label naming the node's pool (set by the program: node group / bare-metal pool).
-POOL_LABEL: Final = f"{PREFIX}node-group"
+POOL_LABEL: Final = NODE_GROUP_LABEL
 
 
 def node_lease_name(uid: str) -> str:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from components.catalog.names import MIG_CONFIG_STATE_LABEL as MIG_CONFIG_STATE_LABEL
+
 
 class FieldGroup(StrEnum):
     """What a DCGM field is for; the metrics file is built from groups."""
@@ -235,8 +237,8 @@ def alerting_xids() -> tuple[int, ...]:
 
 
 # Node labels whose values the alerts read. NVIDIA's mig-manager writes nvidia.com/mig.config.state
-# (pending, rebooting, success, failed; NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh).
-MIG_CONFIG_STATE_LABEL: Final = "nvidia.com/mig.config.state"
+# (names.MIG_CONFIG_STATE_LABEL: pending, rebooting, success, failed; NVIDIA/mig-parted
+# deployments/gpu-operator/reconfigure-mig.sh).
 MIG_CONFIG_STATE_FAILED: Final = "failed"
 # The GPU Operator's upgrade controller writes nvidia.com/gpu-driver-upgrade-state
 # (NVIDIA/k8s-operator-libs pkg/upgrade/consts.go: UpgradeStateLabelKeyFmt with "gpu", UpgradeStateFailed).

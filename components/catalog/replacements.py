@@ -167,3 +167,9 @@ YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS: Mapping[str, str] = {
     "scalePolicy.autoScale": "scaleKind",
     "allocationPolicy": "allocationPolicy",
 }
+
+
+def yandex_node_group_force_new_names() -> tuple[str, ...]:
+    """Every replace-forcing field of a node group by its shown name (paths, then blocks; each once)."""
+    names = [*YANDEX_NODE_GROUP_FORCE_NEW.values(), *YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS.values()]
+    return tuple(dict.fromkeys(names))

@@ -29,22 +29,30 @@ import pulumi_random as random
 
 from components.base.problems import Problem, StackConfigError
 from components.base.runtime_mode import is_offline, notice
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.v1_10_2.credentials import (
+    MINIO_ACCESS_KEY_LENGTH,
+    MINIO_SECRET_KEY_LENGTH,
+    OAUTH2_PROXY_COOKIE_SECRET_BYTES,
+    OIDC_CLIENT_ID,
+    PIPELINES_MYSQL_USER,
+)
+from components.catalog.kubeflow.v1_10_2.layout import CERT_MANAGER_NAMESPACE, KUBEFLOW_SYSTEM_NAMESPACES
+from components.catalog.kubeflow.v1_10_2.replaced import (
+    DEX_OIDC_CLIENT,
+    DEX_PASSWORDS,
+    KATIB_MYSQL_SECRET,
+    OAUTH2_PROXY_SECRET,
+    PIPELINES_MINIO_SECRET,
+    PIPELINES_MYSQL_SECRET,
+)
 from components.catalog.names import KUBEFLOW_TYPE
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.config import KubeflowConfig
 from components.kubeflow.gpus import GpuFleet, pod_default
-from components.kubeflow.overlay import (
-    FOUNDATION,
-    PLATFORM,
-    KubeflowOverlaySpec,
-    Stage,
-    manifests_path_for,
-    required_namespaces,
-    required_secrets,
-    write_overlay,
-)
+from components.kubeflow.overlay import write_overlay
 from components.kubeflow.spawner import read_upstream, spawner_config
+from components.kubeflow.spec import KubeflowOverlaySpec, manifests_path_for, required_namespaces, required_secrets
+from components.kubeflow.stages import FOUNDATION, PLATFORM, Stage
 
 OVERLAY_ROOT = Path("build") / "kubeflow"
 INGRESS_GATEWAY = ("istio-system", "istio-ingressgateway", 80)
@@ -65,9 +73,9 @@ class KubeflowArgs:
 
 def kubeflow_namespaces(install_cert_manager: bool) -> list[str]:
     """The namespaces the upstream install creates (cert-manager's only when we install it)."""
-    names = list(km.KUBEFLOW_SYSTEM_NAMESPACES)
+    names = list(KUBEFLOW_SYSTEM_NAMESPACES)
     if install_cert_manager:
-        names.append(km.CERT_MANAGER_NAMESPACE)
+        names.append(CERT_MANAGER_NAMESPACE)
     return sorted(names)
 
 
@@ -206,30 +214,30 @@ class Kubeflow(pulumi.ComponentResource):
             return random.RandomPassword(f"{name}-{role}", length=length, special=False, opts=opts).result
 
         values: dict[str, dict[str, pulumi.Input[str]]] = {}
-        if km.DEX_PASSWORDS.name in needed:
-            values[km.DEX_PASSWORDS.name] = {"DEX_USER_PASSWORD": args.dex_password_hash}
-        if {km.DEX_OIDC_CLIENT.name, km.OAUTH2_PROXY_SECRET.name} & needed:
+        if DEX_PASSWORDS.name in needed:
+            values[DEX_PASSWORDS.name] = {"DEX_USER_PASSWORD": args.dex_password_hash}
+        if {DEX_OIDC_CLIENT.name, OAUTH2_PROXY_SECRET.name} & needed:
             client_secret = args.oidc_client_secret
             if client_secret is None:
                 client_secret = generated("oidc-client-secret", 32)
-            values[km.DEX_OIDC_CLIENT.name] = {"OIDC_CLIENT_ID": km.OIDC_CLIENT_ID, "OIDC_CLIENT_SECRET": client_secret}
-            values[km.OAUTH2_PROXY_SECRET.name] = {
-                "client-id": km.OIDC_CLIENT_ID,
+            values[DEX_OIDC_CLIENT.name] = {"OIDC_CLIENT_ID": OIDC_CLIENT_ID, "OIDC_CLIENT_SECRET": client_secret}
+            values[OAUTH2_PROXY_SECRET.name] = {
+                "client-id": OIDC_CLIENT_ID,
                 "client-secret": client_secret,
                 # oauth2-proxy needs a cookie key of exactly 16, 24 or 32 bytes.
-                "cookie-secret": generated("oauth2-proxy-cookie-secret", max(km.OAUTH2_PROXY_COOKIE_SECRET_BYTES)),
+                "cookie-secret": generated("oauth2-proxy-cookie-secret", max(OAUTH2_PROXY_COOKIE_SECRET_BYTES)),
             }
-        if km.KATIB_MYSQL_SECRET.name in needed:
-            values[km.KATIB_MYSQL_SECRET.name] = {"MYSQL_ROOT_PASSWORD": generated("katib-mysql-root-password", 32)}
-        if km.PIPELINES_MYSQL_SECRET.name in needed:
-            values[km.PIPELINES_MYSQL_SECRET.name] = {
-                "username": km.PIPELINES_MYSQL_USER,
+        if KATIB_MYSQL_SECRET.name in needed:
+            values[KATIB_MYSQL_SECRET.name] = {"MYSQL_ROOT_PASSWORD": generated("katib-mysql-root-password", 32)}
+        if PIPELINES_MYSQL_SECRET.name in needed:
+            values[PIPELINES_MYSQL_SECRET.name] = {
+                "username": PIPELINES_MYSQL_USER,
                 "password": generated("pipelines-mysql-root-password", 32),
             }
-        if km.PIPELINES_MINIO_SECRET.name in needed:
-            values[km.PIPELINES_MINIO_SECRET.name] = {
-                "accesskey": generated("pipelines-minio-access-key", km.MINIO_ACCESS_KEY_LENGTH),
-                "secretkey": generated("pipelines-minio-secret-key", km.MINIO_SECRET_KEY_LENGTH),
+        if PIPELINES_MINIO_SECRET.name in needed:
+            values[PIPELINES_MINIO_SECRET.name] = {
+                "accesskey": generated("pipelines-minio-access-key", MINIO_ACCESS_KEY_LENGTH),
+                "secretkey": generated("pipelines-minio-secret-key", MINIO_SECRET_KEY_LENGTH),
             }
         return values
 

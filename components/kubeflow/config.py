@@ -1,7 +1,12 @@
-"""Config model of the Kubeflow 1.10 install (``kubeflow`` in the stack file).
+"""Config model of the Kubeflow 1.10 install (``kubeflow`` in the stack file), and every check of its values.
 
 Secrets never sit in this model: ``dex.passwordHashSecret`` and ``oidcClientSecretKey`` name
 secret config keys (``pulumi config set --secret``), read with ``require_secret``.
+
+Every value that ends up in a Kubernetes object is checked here, by the rule of the system that
+receives it (the API server's name rules from ``catalog.kubernetes``, Kubeflow's facts from
+``catalog.kubeflow``), and the problem names the key as the stack file spells it: the overlay spec
+built from a checked config never refuses anything.
 """
 
 from __future__ import annotations
@@ -13,11 +18,26 @@ from pydantic import Field
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
-from components.catalog import kubeflow_manifests as km
-from components.catalog.kubernetes import dns_label_problem, email_problem, hostname_problem, quantity_problem
+from components.catalog.kubeflow.releases import DEFAULT_TAG, unsupported_tag_problem
+from components.catalog.kubeflow.selection import component_selection_problem
+from components.catalog.kubeflow.users import dex_email_problem, dex_username_problem
+from components.catalog.kubeflow.v1_10_2.layout import CERT_MANAGER_NAMESPACE, KUBEFLOW_SYSTEM_NAMESPACES
+from components.catalog.kubernetes import (
+    INGRESS_HOST_RULE,
+    NAMESPACE_NAME_RULE,
+    QUANTITY_RULE,
+    custom_resource_name_problem,
+    dns_label_problem,
+    email_problem,
+    hostname_problem,
+    ingress_class_name_problem,
+    quantity_problem,
+    quota_resource_name_problem,
+    secret_name_problem,
+)
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.gpus import ProfileQuota, QuotaCheck
-from components.kubeflow.overlay import KubeflowOverlayError, KubeflowOverlaySpec
+from components.kubeflow.spec import KubeflowOverlaySpec, manifests_path_problem
 
 _SECRET_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}\Z")
 
@@ -25,27 +45,68 @@ _SECRET_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,127}\Z")
 class DexConfig(ConfigModel):
     """The static dex user that logs in first (real identity providers come later, via dex connectors)."""
 
-    email: str
-    username: str | None = None
+    email: str = Field(
+        description="the static user's login email; never user@example.com, the public default of kubeflow/manifests"
+    )
+    username: str | None = Field(default=None, description="1-63 letters, digits, '.', '_' or '-'; default: upstream's")
     password_hash_secret: str = Field(
         default="kubeflowDexPasswordHash",
         description="secret config key holding a bcrypt hash (python -m components.kubeflow.hash_password)",
     )
 
+    def problems(self, path: str) -> Iterator[Problem]:
+        """The email (never upstream's public default user) and the username dex is given."""
+        email = dex_email_problem(self.email)
+        if email:
+            yield Problem(join_path(path, "email"), email)
+        username = dex_username_problem(self.username) if self.username is not None else None
+        if username:
+            yield Problem(join_path(path, "username"), username)
+
 
 class TlsConfig(ConfigModel):
     """TLS for the Ingress: an existing Secret, or one cert-manager issues from a ClusterIssuer."""
 
-    secret_name: str = "kubeflow-tls"
-    cluster_issuer: str | None = None
+    secret_name: str = Field(
+        default="kubeflow-tls",
+        description="the TLS Secret in istio-system (the Ingress's spec.tls[].secretName): a DNS-1123 subdomain",
+    )
+    cluster_issuer: str | None = Field(
+        default=None,
+        description="the cert-manager ClusterIssuer that issues the Secret (annotation cert-manager.io/cluster-issuer): "
+        "a DNS-1123 subdomain",
+    )
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """The Secret's name (the Ingress's ``spec.tls[].secretName``) and the ClusterIssuer's, by the API server's rule."""
+        secret = secret_name_problem(self.secret_name)
+        if secret:
+            yield Problem(join_path(path, "secretName"), secret)
+        if self.cluster_issuer is not None:
+            issuer = custom_resource_name_problem(self.cluster_issuer, "cert-manager ClusterIssuer")
+            if issuer:
+                yield Problem(join_path(path, "clusterIssuer"), issuer)
 
 
 class IngressConfig(ConfigModel):
     """The public entry point: an Ingress to istio-ingressgateway, HTTPS only."""
 
-    host: str
-    class_name: str = "nginx"
+    host: str = Field(description="the public HTTPS host: a lowercase DNS name with a dot, not an IP address")
+    class_name: str = Field(
+        default="nginx",
+        description="the IngressClass serving the Ingress (spec.ingressClassName): a DNS-1123 subdomain",
+    )
     tls: TlsConfig
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """The host (an Ingress rule's), the IngressClass's name and the TLS names."""
+        host = hostname_problem(self.host)
+        if host:
+            yield Problem(join_path(path, "host"), f"{host} ({INGRESS_HOST_RULE})")
+        class_name = ingress_class_name_problem(self.class_name)
+        if class_name:
+            yield Problem(join_path(path, "className"), class_name)
+        yield from self.tls.problems(join_path(path, "tls"))
 
 
 class ProfileConfig(ConfigModel):
@@ -53,7 +114,11 @@ class ProfileConfig(ConfigModel):
 
     name: str
     owner: str
-    resource_quota: dict[str, str] = Field(default_factory=dict)
+    resource_quota: dict[str, str] = Field(
+        default_factory=dict,
+        description="the namespace's ResourceQuota: keys as a ResourceQuota takes them (cpu, requests.memory, "
+        "requests.nvidia.com/gpu...), values Kubernetes quantities",
+    )
 
 
 class KubeflowConfig(ConfigModel):
@@ -65,7 +130,7 @@ class KubeflowConfig(ConfigModel):
         description="the kubeflow/manifests tree, relative to the project (make upstream puts it there); "
         "checked against the pinned content digest",
     )
-    tag: str = Field(default=km.DEFAULT_TAG, description="must be the pinned version")
+    tag: str = Field(default=DEFAULT_TAG, description="must be the pinned version")
     components: list[str] | None = None
     install_cert_manager: bool = True
     dex: DexConfig
@@ -87,7 +152,7 @@ class KubeflowConfig(ConfigModel):
     )
 
     def overlay_spec(self) -> KubeflowOverlaySpec:
-        """The overlay generator's spec (raises KubeflowOverlayError for a bad config)."""
+        """The overlay generator's spec (a config without ``problems()`` always makes one)."""
         return KubeflowOverlaySpec(
             manifests_path=self.manifests_path,
             tag=self.tag,
@@ -110,13 +175,30 @@ class KubeflowConfig(ConfigModel):
         return keys
 
     def problems(self, path: str, program_keys: Collection[str] = ()) -> Iterator[Problem]:
-        """Overlay refusals mapped to their config keys, plus names, hosts, emails, quotas and secret keys."""
-        overlay_key = None
-        try:
-            self.overlay_spec()
-        except KubeflowOverlayError as error:
-            overlay_key = _key_of(str(error))
-            yield Problem(join_path(path, overlay_key), str(error))
+        """Every value checked by its key: the tree and the tag, the components, secret keys, dex, Ingress, Profiles."""
+        yield from self._install_problems(path)
+        yield from self._secret_key_problems(path, program_keys)
+        yield from self.dex.problems(join_path(path, "dex"))
+        yield from self.ingress.problems(join_path(path, "ingress"))
+        yield from _profile_problems(self.profiles, join_path(path, "profiles"))
+
+    def _install_problems(self, path: str) -> Iterator[Problem]:
+        """What the overlay is generated from: the tree's path, the pinned tag, the component list."""
+        manifests = join_path(path, "manifestsPath")
+        path_problem = manifests_path_problem(self.manifests_path)
+        if path_problem:
+            yield Problem(manifests, path_problem)
+        if len(self.manifests_path) > MAX_PATH:
+            yield Problem(manifests, f"is longer than {MAX_PATH} characters")
+        tag_problem = unsupported_tag_problem(self.tag)
+        if tag_problem:
+            yield Problem(join_path(path, "tag"), tag_problem)
+            return
+        selection = component_selection_problem(self.tag, self.components)
+        if selection:
+            yield Problem(join_path(path, "components"), selection)
+
+    def _secret_key_problems(self, path: str, program_keys: Collection[str]) -> Iterator[Problem]:
         secret_keys = (
             (join_path(path, "dex", "passwordHashSecret"), self.dex.password_hash_secret),
             (join_path(path, "oidcClientSecretKey"), self.oidc_client_secret_key),
@@ -130,15 +212,6 @@ class KubeflowConfig(ConfigModel):
                 )
             elif key in program_keys:
                 yield Problem(key_path, f"{key!r} is a program setting of its own, not a secret key; name another key")
-        if len(self.manifests_path) > MAX_PATH:
-            yield Problem(join_path(path, "manifestsPath"), f"is longer than {MAX_PATH} characters")
-        host_problem = hostname_problem(self.ingress.host) if overlay_key != "ingress.host" else None
-        if host_problem:
-            yield Problem(join_path(path, "ingress", "host"), host_problem)
-        email = email_problem(self.dex.email)
-        if email:
-            yield Problem(join_path(path, "dex", "email"), email)
-        yield from _profile_problems(self.profiles, join_path(path, "profiles"))
 
 
 #: Namespaces a Profile may not take: Kubernetes' own and the ones the Kubeflow install uses.
@@ -148,8 +221,8 @@ RESERVED_NAMESPACES = frozenset(
         "kube-system",
         "kube-public",
         "kube-node-lease",
-        km.CERT_MANAGER_NAMESPACE,
-        *km.KUBEFLOW_SYSTEM_NAMESPACES,
+        CERT_MANAGER_NAMESPACE,
+        *KUBEFLOW_SYSTEM_NAMESPACES,
     }
 )
 MAX_PATH = 4096  #: PATH_MAX of Linux
@@ -161,7 +234,7 @@ def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Prob
         here = join_path(path, index)
         problem = dns_label_problem(profile.name)
         if problem:
-            yield Problem(join_path(here, "name"), problem)
+            yield Problem(join_path(here, "name"), f"{problem}: a Profile names its namespace ({NAMESPACE_NAME_RULE})")
         elif profile.name in RESERVED_NAMESPACES:
             yield Problem(
                 join_path(here, "name"),
@@ -174,24 +247,9 @@ def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Prob
         if owner:
             yield Problem(join_path(here, "owner"), f"{owner}: Kubeflow matches the owner to the dex login email")
         for resource, quantity in profile.resource_quota.items():
+            key_issue = quota_resource_name_problem(resource)
+            if key_issue:
+                yield Problem(join_path(here, "resourceQuota", resource), key_issue)
             quantity_issue = quantity_problem(quantity)
             if quantity_issue:
-                yield Problem(join_path(here, "resourceQuota", resource), quantity_issue)
-
-
-_KEYS: tuple[tuple[str, str], ...] = (
-    ("tag", "tag"),
-    ("dex_user_email", "dex.email"),
-    ("dex_username", "dex.username"),
-    ("ingress_host", "ingress.host"),
-    ("manifests_path", "manifestsPath"),
-    ("component", "components"),
-)
-
-
-def _key_of(message: str) -> str:
-    """The config key an overlay error is about (the generator names its own fields)."""
-    for word, key in _KEYS:
-        if word in message:
-            return key
-    return "components"
+                yield Problem(join_path(here, "resourceQuota", resource), f"{quantity_issue} ({QUANTITY_RULE})")

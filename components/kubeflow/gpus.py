@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.base.problems import Problem, join_path
-from components.catalog import kubeflow_manifests as km
 from components.catalog.gpu_operator_chart import GPU_RESOURCE, MIG_RESOURCE_PREFIX
 from components.catalog.gpu_quotas import gpu_quota_resource, uncounted_quota_problem
+from components.catalog.kubeflow.v1_10_2.spawner import PODDEFAULT_API_VERSION, PODDEFAULT_KIND
 from components.catalog.kubernetes import EXTENDED_RESOURCE_QUOTA_PREFIX
 from components.catalog.names import GPU_POOL_PODDEFAULT_LABEL_PREFIX, GPU_POOL_PODDEFAULT_PREFIX
 
@@ -177,8 +177,8 @@ def pool_description(pool: FleetPool) -> str:
 def pod_default(pool: FleetPool, namespace: str) -> dict[str, Any]:
     """The PodDefault of ``pool`` in a Profile namespace: the pool's tolerations, for notebooks that tick it."""
     return {
-        "apiVersion": km.PODDEFAULT_API_VERSION,
-        "kind": km.PODDEFAULT_KIND,
+        "apiVersion": PODDEFAULT_API_VERSION,
+        "kind": PODDEFAULT_KIND,
         "metadata": {"name": f"{GPU_POOL_PODDEFAULT_PREFIX}{pool.name}", "namespace": namespace},
         "spec": {
             "desc": f"{pool_description(pool)}: its tolerations",

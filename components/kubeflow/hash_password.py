@@ -24,7 +24,7 @@ from typing import TextIO
 
 import bcrypt
 
-from components.catalog.kubeflow_manifests import DEFAULT_PASSWORD
+from components.catalog.kubeflow.v1_10_2.credentials import DEFAULT_PASSWORD
 
 MIN_COST = 10
 MAX_COST = 16

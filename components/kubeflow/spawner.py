@@ -5,7 +5,7 @@ file through a ``configMapGenerator`` with ``behavior: merge`` over upstream's g
 upstream's own text from the pinned tree, changed in two places only and otherwise byte for byte (its
 comments too): the MIG resources the fleet advertises are inserted after upstream's ``nvidia.com/gpu``
 vendor, and ``affinityConfig.options`` gets one node-affinity option per GPU pool. Each edit must find its
-anchor exactly once (``km.SPAWNER_*_TEXT``), and the result is parsed back and compared with upstream's
+anchor exactly once (``SPAWNER_*_TEXT``), and the result is parsed back and compared with upstream's
 parsed file, so a changed upstream file fails loudly instead of being half-edited.
 """
 
@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from components.base import yaml_text
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.v1_10_2.spawner import (
+    SPAWNER_AFFINITY_OPTIONS_TEXT,
+    SPAWNER_CONFIG_KEY,
+    SPAWNER_CONFIG_PATH,
+    SPAWNER_NVIDIA_VENDOR_TEXT,
+)
 from components.kubeflow.gpus import GpuFleet, spawner_affinity_options, spawner_vendors
 
 
@@ -26,7 +31,7 @@ class SpawnerConfigError(RuntimeError):
 
 def read_upstream(manifests_path: str | Path) -> str | None:
     """Upstream's spawner config text from the tree, None when the tree is not there (the checkout check says so)."""
-    path = Path(manifests_path) / km.SPAWNER_CONFIG_PATH
+    path = Path(manifests_path) / SPAWNER_CONFIG_PATH
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
@@ -36,7 +41,7 @@ def _quoted(value: str) -> str:
 
 def _replace_once(text: str, old: str, new: str) -> str:
     if text.count(old) != 1:
-        raise SpawnerConfigError(f"upstream {km.SPAWNER_CONFIG_KEY} no longer has exactly one {old.strip()!r}")
+        raise SpawnerConfigError(f"upstream {SPAWNER_CONFIG_KEY} no longer has exactly one {old.strip()!r}")
     return text.replace(old, new)
 
 
@@ -49,12 +54,12 @@ def spawner_config(upstream: str, fleet: GpuFleet) -> str:
         added = "".join(
             f"      - limitsKey: {_quoted(v['limitsKey'])}\n        uiName: {_quoted(v['uiName'])}\n" for v in vendors
         )
-        text = _replace_once(text, km.SPAWNER_NVIDIA_VENDOR_TEXT, km.SPAWNER_NVIDIA_VENDOR_TEXT + added)
+        text = _replace_once(text, SPAWNER_NVIDIA_VENDOR_TEXT, SPAWNER_NVIDIA_VENDOR_TEXT + added)
     if options:
         block = yaml_text.dump(options, sort_keys=False, default_flow_style=False, width=4096)
         indented = "".join(f"      {line}\n" for line in block.splitlines())
-        comment = km.SPAWNER_AFFINITY_OPTIONS_TEXT.splitlines(keepends=True)[0]
-        text = _replace_once(text, km.SPAWNER_AFFINITY_OPTIONS_TEXT, f"{comment}    options:\n{indented}")
+        comment = SPAWNER_AFFINITY_OPTIONS_TEXT.splitlines(keepends=True)[0]
+        text = _replace_once(text, SPAWNER_AFFINITY_OPTIONS_TEXT, f"{comment}    options:\n{indented}")
     _check(upstream, text, vendors, options)
     return text
 
@@ -69,4 +74,4 @@ def _check(upstream: str, text: str, vendors: list[dict[str, str]], options: lis
     if options:
         defaults["affinityConfig"]["options"] = options
     if yaml_text.load(text) != expected:
-        raise SpawnerConfigError(f"the edited {km.SPAWNER_CONFIG_KEY} does not parse to upstream's plus the additions")
+        raise SpawnerConfigError(f"the edited {SPAWNER_CONFIG_KEY} does not parse to upstream's plus the additions")

@@ -14,6 +14,7 @@ from components.catalog import mig as catalog
 from components.catalog.pools import GpuPool
 from components.mig.config import MigDemand
 from components.mig.decisions import MigPlanResult, PoolMig, planned_decision
+from components.mig.plan_yaml import MIG_COMMAND
 from components.mig.recorded import RecordedPlan
 
 
@@ -57,16 +58,14 @@ def plan_from_demand(
             for name, count in (layout or {}).items():
                 provided[name] = provided.get(name, 0) + count * pool.max_nodes
     rest = {name: max(0, n - provided.get(name, 0)) for name, n in demand.profiles.items()}
-    shapes = [
-        catalog.PoolShape(
-            pool.name,
-            pool.model.key,
-            pool.max_nodes,
-            pool.gpus_per_node,
-            recorded.layouts(pool.name, pool.model.key, pool.gpus_per_node) if recorded else None,
-        )
-        for pool in planned_pools
-    ]
+    shapes: list[catalog.PoolShape] = []
+    problems: list[Problem] = []
+    for pool in planned_pools:
+        current, refused = recorded.in_place(pool) if recorded else (None, [])
+        problems.extend(refused)
+        shapes.append(catalog.PoolShape(pool.name, pool.model.key, pool.max_nodes, pool.gpus_per_node, current))
+    if problems:
+        return problems
     try:
         plan = catalog.plan_pools(rest, shapes)
     except (catalog.MigError, ValueError) as error:
@@ -96,7 +95,7 @@ def _not_provided(demand: Mapping[str, int], configured: Sequence[tuple[GpuPool,
 def _planned_instead(planned: catalog.MigPlan) -> str:
     """Where to go instead: the planner's answer, and the CLI line that prints it as config."""
     wanted = " ".join(f"{name}={n}" for name, n in planned.demand.items())
-    command = f"python -m components.catalog.mig plan --model {planned.model} --gpus {planned.fleet_size} --format yaml {wanted}"
+    command = f"{MIG_COMMAND} plan --model {planned.model} --gpus {planned.fleet_size} --format yaml {wanted}"
     return (
         f"; the fleet can hold the demand on {planned.gpus_used} GPUs (re-partitioning {planned.repartitioned}): "
         f"`{command}` prints their layouts"

@@ -21,7 +21,6 @@ from components.base.merge import inherited_key
 from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
-from components.catalog.kubernetes import KUBELET_MAX_SKEW
 from components.catalog.names import PROJECT as PROJECT  # re-exported: the stack's readers import it here
 from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
 from components.catalog.nvidia_driver import precompiled_problem
@@ -129,8 +128,8 @@ class StackConfig(ConfigModel):
             if name_problem:
                 yield Problem(path, name_problem)
             yield from group.problems(path)
-            yield from _version_skew_problems(
-                group, self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
+            yield from group.version_skew_problems(
+                self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
             )
         yield from self.gpu_operator.problems("gpuOperator")
         handover = {name: group.host_driver_removal for name, group in self.node_groups.items()}
@@ -228,31 +227,6 @@ class StackConfig(ConfigModel):
             if key:
                 first.setdefault(key, path)
         yield from self.observability.problems("observability")
-
-
-def _version_skew_problems(group: NodeGroupConfig, cluster_version: str, path: str) -> Iterator[Problem]:
-    """A group's nodes may lag the control plane by up to KUBELET_MAX_SKEW minors, and never run ahead of it."""
-    if group.kubernetes_version is None:
-        return
-    group_minor, cluster_minor = _minor(group.kubernetes_version), _minor(cluster_version)
-    if group_minor is None or cluster_minor is None:
-        return  # a malformed version is reported by the section's own check
-    if group_minor > cluster_minor:
-        yield Problem(
-            path, f"{group.kubernetes_version} is newer than the cluster's {cluster_version}; nodes never run ahead"
-        )
-    elif cluster_minor - group_minor > KUBELET_MAX_SKEW:
-        oldest = f"1.{cluster_minor - KUBELET_MAX_SKEW}"
-        yield Problem(
-            path,
-            f"{group.kubernetes_version} is more than {KUBELET_MAX_SKEW} minor versions behind the cluster's "
-            f"{cluster_version}; allowed: {oldest} to {cluster_version} (Kubernetes version skew policy)",
-        )
-
-
-def _minor(version: str) -> int | None:
-    major, _, minor = version.partition(".")
-    return int(minor) if major == "1" and minor.isdigit() else None
 
 
 def top_level_keys() -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 
 from components.catalog import nvidia_driver
-from components.catalog.kubeflow_manifests import DEX_ISSUER
+from components.catalog.kubeflow.v1_10_2.login import DEX_ISSUER
 from components.catalog.pools import pool_scheduling
 from components.kubeflow.component import kubeflow_namespaces
 from components.mig.outputs import demand_outputs, from_demand_outputs

@@ -6,7 +6,7 @@ under mocks. The Yandex SDK is imported only by a stack that has Yandex resource
 stack never pays for loading it.
 
 Registration stays linear in the fleet: a resource depends on the resources it waits for (each
-component's ``ready``, and for a smoke Job only its own node's MIG label), never on a component (the SDK
+component's ``ready``, and for a smoke Job only its own node's NodePatch), never on a component (the SDK
 expands that to every child), and never on what it already waits for through another dependency; the
 SDK's cycle check is answered without walking the graph where it can be (``base.dependency_graph``).
 """
@@ -28,7 +28,6 @@ from components.bare_metal.node_labels import (
 from components.base import dependency_graph
 from components.base.runtime_mode import warning
 from components.catalog.drivers import minimum_driver
-from components.catalog.names import MIG_FIELD_MANAGER
 from components.cluster.access import ClusterAccess, ClusterAccessArgs
 from components.cluster.config import YandexClusterConfig
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
@@ -61,7 +60,6 @@ class Platform:
     host_preparation: HostPreparation | None = None
     node_agent: NodeAgent | None = None
     node_labels: BareMetalNodeLabels | None = None
-    mig_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
     #: Per-pool drivers: the canaries' NVIDIADriver resources and smoke Jobs, then the rest's.
     canary_drivers: GpuDrivers | None = None
@@ -98,24 +96,8 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 depends_on=operator_prerequisites,
             ),
         )
-    if stack.bare_metal is not None and platform.gpu_operator is not None:
-        # After the release: the label names a config that the release's mig-parted ConfigMap defines.
-        # Forced: the operator writes nvidia.com/mig.config=all-disabled on MIG-capable nodes without
-        # the label (gpu_operator_chart.OPERATOR_FIELD_MANAGER), so a plain apply would conflict.
-        platform.mig_labels = BareMetalNodeLabels(
-            "mig-config",
-            NodeLabelsArgs(
-                labels={
-                    node.name: agent_mig_labels(plan.mig.labels(node.name), stack.node_agent.mig_layout)
-                    for node in stack.bare_metal.nodes
-                    if plan.mig.labels(node.name)
-                },
-                provider=provider,
-                field_manager=MIG_FIELD_MANAGER,
-                force=True,
-                depends_on=platform.gpu_operator.ready,
-            ),
-        )
+    if stack.bare_metal is not None:
+        platform.node_labels = _bare_metal_labels(plan, platform)
     agent_pools = plan.node_agent_pools
     if agent_pools and platform.gpu_operator is not None:
         # The node-group label value of each pool's nodes: a bare-metal node carries its pool's name.
@@ -163,8 +145,8 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
     canary pools' NVIDIADriver (awaited until ready) -> their smoke Jobs (the declared driver on the node,
     then CUDA) -> every other pool's NVIDIADriver -> their smoke Jobs. A failing canary fails ``pulumi up``
     before Pulumi touches the other pools' drivers: they depend on the canary Jobs. Every Job waits for the
-    release (which waits for node groups, host preparation and node labels) and for its own node's MIG
-    label, which names a config the release defines.
+    release (which waits for node groups and host preparation) and for its own node's NodePatch (whose MIG
+    label names a config the release defines); an NVIDIADriver waits for the patches of the nodes it selects.
     """
     stack, operator_plan, operator = plan.config, plan.operator, platform.gpu_operator
     if operator_plan is None or operator is None:
@@ -173,13 +155,17 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
     smoke = stack.smoke_test.enabled
     driver_plan = operator_plan.driver
     canary_pools = {p.pool for g in driver_plan.canary_groups for p in g.pools}
-    mig_labels = platform.mig_labels.patches if platform.mig_labels is not None else {}
-    node_labels: dict[str, list[pulumi.Resource]] = {node: [patch] for node, patch in mig_labels.items()}
+    patches = platform.node_labels.patches if platform.node_labels is not None else {}
+    node_labels: dict[str, list[pulumi.Resource]] = {node: [patch] for node, patch in patches.items()}
     smoke_prerequisites: list[pulumi.Resource] = operator.ready
     later_prerequisites: list[pulumi.Resource] = operator.ready
     if canary_pools:
         platform.canary_drivers = _gpu_drivers(
-            plan, provider, "gpu-drivers-canary", driver_plan.canary_groups, operator.ready
+            plan,
+            provider,
+            "gpu-drivers-canary",
+            driver_plan.canary_groups,
+            [*operator.ready, *_selected_patches(plan, node_labels, driver_plan.canary_groups)],
         )
         later_prerequisites = platform.canary_drivers.ready
         if smoke:
@@ -193,11 +179,25 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
             )
             later_prerequisites = [*later_prerequisites, *platform.canary_smoke_test.ready]
     if operator_plan.nvidia_drivers and driver_plan.later_groups:
+        later_prerequisites = [*later_prerequisites, *_selected_patches(plan, node_labels, driver_plan.later_groups)]
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
         smoke_prerequisites = platform.drivers.ready
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
         platform.smoke_test = _smoke_test(plan, provider, "gpu-smoke-test", targets, smoke_prerequisites, node_labels)
+
+
+def _selected_patches(
+    plan: Plan, node_labels: dict[str, list[pulumi.Resource]], groups: tuple[DriverGroup, ...]
+) -> list[pulumi.Resource]:
+    """The NodePatches that give bare-metal nodes the driver-group label these groups' NVIDIADrivers select."""
+    names = {group.name for group in groups}
+    return [
+        patch
+        for node, patches in node_labels.items()
+        if set(plan.driver_labels(node).values()) & names
+        for patch in patches
+    ]
 
 
 def _gpu_drivers(
@@ -284,7 +284,7 @@ def _node_groups(plan: Plan, access: ClusterAccess) -> dict[str, GpuNodeGroup]:
 
 
 def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[pulumi.Resource]:
-    """Host preparation over SSH and node labels; returns what the GPU Operator must wait for."""
+    """Host preparation over SSH; returns what the GPU Operator must wait for (the labels come after it)."""
     stack = plan.config
     bare_metal = stack.bare_metal
     if bare_metal is None:
@@ -304,13 +304,38 @@ def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[p
             ),
         )
         created.extend(platform.host_preparation.ready)
-    platform.node_labels = BareMetalNodeLabels(
+    return created
+
+
+def _bare_metal_labels(plan: Plan, platform: Platform) -> BareMetalNodeLabels:
+    """One NodePatch per bare-metal node (``gpu-nodes-<node>``): the platform, driver-group and MIG labels.
+
+    After the release: the MIG label names a config of the release's mig-parted ConfigMap, and mig-manager
+    reads that file only when the label changes (NVIDIA/mig-parted ``cmd/nvidia-mig-manager/main.go``: the
+    node informer's UpdateFunc fires on a changed ``nvidia.com/mig.config`` only; a failed apply waits for the
+    next change), so a label applied before its config exists would never be applied. The operator needs
+    nothing of ours before it starts: its NFD worker (selected by ``gpu-platform.io/gpu``) starts on a node
+    when the node's patch lands, and each smoke Job and NVIDIADriver waits for the patches of its nodes.
+    """
+    stack = plan.config
+    bare_metal = stack.bare_metal
+    assert bare_metal is not None  # the caller checks
+    labels = {
+        node.name: bare_metal_labels(
+            node,
+            {
+                **plan.driver_labels(node.name),
+                **agent_mig_labels(plan.mig.labels(node.name), stack.node_agent.mig_layout),
+            },
+        )
+        for node in bare_metal.nodes
+    }
+    return BareMetalNodeLabels(
         "gpu-nodes",
         NodeLabelsArgs(
-            labels={node.name: bare_metal_labels(node, plan.driver_labels(node.name)) for node in bare_metal.nodes},
+            labels=labels,
             annotations={node.name: declared_taint_annotations(node) for node in bare_metal.nodes},
             provider=platform.access.provider,
+            depends_on=platform.gpu_operator.ready if platform.gpu_operator is not None else [],
         ),
     )
-    created.extend(platform.node_labels.ready)
-    return created

@@ -29,6 +29,7 @@ from components.catalog.kubernetes import (
 )
 from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
 from components.catalog.yandex import (
+    NODE_GROUP_MAX_MINOR_SKEW,
     YANDEX_GPU_PLATFORMS,
     YandexGpuPlatform,
     deploy_policy_problem,
@@ -201,7 +202,9 @@ class NodeGroupConfig(ConfigModel):
     taints: list[str] = Field(default_factory=list)
     maintenance: Maintenance = Maintenance()
     deploy: DeployPolicy = DeployPolicy()
-    kubernetes_version: str | None = None
+    kubernetes_version: str | None = Field(
+        default=None, description="MAJOR.MINOR; at most 2 minors behind cluster.kubernetesVersion (Yandex), never ahead"
+    )
     security_group_ids: list[str] = Field(default_factory=list)
     nat: bool = False
     mig: MigConfig | None = None
@@ -290,6 +293,30 @@ class NodeGroupConfig(ConfigModel):
         ]
         yield from (Problem(key, problem) for key, problem in found if problem)
 
+    def version_skew_problems(self, cluster_version: str, path: str) -> Iterator[Problem]:
+        """The group's nodes may lag the cluster by ``NODE_GROUP_MAX_MINOR_SKEW`` minors and never run ahead.
+
+        Yandex's own limit (two minors, ``catalog.yandex``), not upstream Kubernetes' three: the managed
+        service refuses a wider skew, hours into a ``pulumi up``. ``path`` is the ``kubernetesVersion`` key.
+        """
+        if self.kubernetes_version is None:
+            return
+        group_minor, cluster_minor = _minor(self.kubernetes_version), _minor(cluster_version)
+        if group_minor is None or cluster_minor is None:
+            return  # a malformed version is reported by the section's own check
+        if group_minor > cluster_minor:
+            yield Problem(
+                path, f"{self.kubernetes_version} is newer than the cluster's {cluster_version}; nodes never run ahead"
+            )
+        elif cluster_minor - group_minor > NODE_GROUP_MAX_MINOR_SKEW:
+            oldest = f"1.{cluster_minor - NODE_GROUP_MAX_MINOR_SKEW}"
+            yield Problem(
+                path,
+                f"{self.kubernetes_version} is more than {NODE_GROUP_MAX_MINOR_SKEW} minor versions behind the "
+                f"cluster's {cluster_version}; allowed: {oldest} to {cluster_version} "
+                "(Yandex Managed Kubernetes: a node group lags its cluster by at most two minor versions)",
+            )
+
     def _shape_problems(self, path: str, platform: YandexGpuPlatform) -> Iterator[Problem]:
         res = self.resources
         if res.gpus not in platform.allowed_gpus:
@@ -363,3 +390,8 @@ def with_defaults(defaults: Mapping[str, Any], groups: Mapping[str, Any]) -> dic
     return {
         name: deep_merge(defaults, group) if isinstance(group, Mapping) else group for name, group in groups.items()
     }
+
+
+def _minor(version: str) -> int | None:
+    major, _, minor = version.partition(".")
+    return int(minor) if major == "1" and minor.isdigit() else None

@@ -1,12 +1,12 @@
 """Names of a Yandex node group that follow from its config: the cloud-side name and the node labels.
 
-A change of a field terraform-provider-yandex marks ForceNew (``components.catalog.replacements``, the
-table the review reads too: ``gpuEnvironment``, the taints, fixed <-> auto scale) replaces the node
-group. Pulumi replaces create-before-delete, but two groups cannot share a cloud-side name, so the
-name carries a short digest of those fields: a replacement brings up a new, differently named group
-first. The digest also covers the location and NAT, which the provider changes in place (v0.161.0):
-they were in it when the names were first given, and dropping them would rename every group; a change
-of them renames the group in place.
+A change of a field terraform-provider-yandex marks ForceNew replaces the node group. Pulumi replaces
+create-before-delete, but two groups cannot share a cloud-side name, so the name carries a short digest
+of the replace-forcing fields the config sets: a replacement brings up a new, differently named group
+first. The fields are read from the catalog's table (``components.catalog.replacements``), the one the
+review reads too; a field the provider changes in place (the zone, the subnet and NAT of the network
+interface, the security groups, the name itself) is not in the digest, so changing it renames nothing
+and replaces nothing.
 No SDK import here: the stack plan and the outputs use these without loading the Yandex SDK.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Mapping
 
 from components.catalog.names import (
     GPU_MODEL_LABEL,
@@ -22,32 +23,31 @@ from components.catalog.names import (
     HOST_DRIVER_REMOVAL_LABEL,
     NODE_GROUP_LABEL,
 )
+from components.catalog.replacements import yandex_node_group_force_new_names
 from components.yandex.config import NodeGroupConfig
 
-#: The config-controlled fields among the provider's ForceNew ones, by the names the catalog's table
-#: (``components.catalog.replacements``) gives them; tests/diff/test_truth.py holds the two together.
-FORCE_NEW_FIELDS = ("gpuEnvironment", "taints", "scaleKind")
-#: In the digest although they change in place (see the module docstring): kept so existing names stay.
-IN_PLACE_FIELDS_IN_NAME = ("location", "nat")
+#: How the config sets a replace-forcing field, by the name the catalog gives it. The catalog's other
+#: fields are not set from the config: ``clusterId`` comes from the cluster (another cluster is another
+#: set of names), the rest the program never sends (``tests/yandex/test_node_group.py`` checks both).
+_FROM_CONFIG: Mapping[str, Callable[[NodeGroupConfig], object]] = {
+    "gpuEnvironment": lambda group: group.gpu_environment,
+    "taints": lambda group: list(group.taints),
+    "scaleKind": lambda group: "auto" if group.scale.auto else "fixed",
+}
+
+
+def digest_fields() -> tuple[str, ...]:
+    """The catalog's replace-forcing fields that the config sets, in the catalog's order."""
+    return tuple(name for name in yandex_node_group_force_new_names() if name in _FROM_CONFIG)
 
 
 def replacement_fields(group: NodeGroupConfig) -> dict[str, object]:
-    """The values of the fields in the cloud name's digest, as a plain dict (shown in the outputs).
-
-    ``FORCE_NEW_FIELDS`` (whose change replaces the group) and ``IN_PLACE_FIELDS_IN_NAME``.
-    """
-    values: dict[str, object] = {
-        "gpuEnvironment": group.gpu_environment,
-        "taints": list(group.taints),
-        "scaleKind": "auto" if group.scale.auto else "fixed",
-        "location": {"zone": group.location.zone, "subnetId": group.location.subnet_id},
-        "nat": group.nat,
-    }
-    return {key: values[key] for key in (*FORCE_NEW_FIELDS, *IN_PLACE_FIELDS_IN_NAME)}
+    """The values of the fields in the cloud name's digest (shown in the outputs): a change replaces the group."""
+    return {name: _FROM_CONFIG[name](group) for name in digest_fields()}
 
 
 def replacement_key(group: NodeGroupConfig) -> str:
-    """An 8-hex-digit digest of the replace-triggering fields."""
+    """An 8-hex-digit digest of the replace-forcing fields."""
     text = json.dumps(replacement_fields(group), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 

@@ -1,10 +1,12 @@
 """The Yandex GPU node group ComponentResource.
 
-Changing ``gpuEnvironment`` (and, on this provider version, the taints, the scale kind or the
-location) replaces the node group. Pulumi replaces create-before-delete by default, but two groups
-cannot share a cloud-side name, so the name carries a short digest of exactly those fields: a
-replacement brings up a new, differently named group first and deletes the old one only when the
-new one is ready, so the cluster never has zero GPU nodes.
+Changing ``gpuEnvironment`` (and, on this provider version, the taints or the scale kind: the
+catalog's ``replacements`` table) replaces the node group. Pulumi replaces create-before-delete by
+default, but two groups cannot share a cloud-side name, so the name carries a short digest of exactly
+those fields: a replacement brings up a new, differently named group first and deletes the old one only
+when the new one is ready, so the cluster never has zero GPU nodes. The zone, the subnet, NAT and the
+security groups change in place: the subnet goes in the network interface, never in the deprecated
+``allocation_policy.location.subnet_id`` (which the provider replaces on).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Why: the upstream example ships a static dex user with password ``12341234``, a public OIDC client
 secret and a public oauth2-proxy cookie secret; anyone who has read the repository can sign in or
 forge sessions on a cluster that kept them. The values to refuse anywhere are
-``components.catalog.kubeflow_manifests.PUBLIC_DEFAULT_SECRET_VALUES``; a freshly made bcrypt hash
+``components.catalog.kubeflow.v1_10_2.credentials.PUBLIC_DEFAULT_SECRET_VALUES``; a freshly made bcrypt hash
 of the default password is refused too (it is a new hash of the same public password). Upstream's
 database and object-store credentials (Katib's MySQL root password ``test``, Pipelines' MinIO
 ``minio``/``minio123``, Pipelines' MySQL ``root`` with an empty password) are too common to refuse by
@@ -34,15 +34,15 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UnknownValueError
 
 from components.catalog.gpu_quotas import gpu_quota_resource, known_gpu_resources, uncounted_quota_problem
-from components.catalog.kubeflow_manifests import (
+from components.catalog.kubeflow.v1_10_2.credentials import (
     DEFAULT_COOKIE_SECRET,
     DEFAULT_OIDC_CLIENT_SECRET,
     DEFAULT_PASSWORD,
     DEFAULT_PASSWORD_HASH,
-    DEX_PASSWORDS,
     PUBLIC_DEFAULT_CREDENTIALS,
     PUBLIC_DEFAULT_SECRET_VALUES,
 )
+from components.catalog.kubeflow.v1_10_2.replaced import DEX_PASSWORDS
 from components.catalog.names import PROFILE_TYPES
 
 from .names import INGRESS_TYPES, SECRET_TYPES

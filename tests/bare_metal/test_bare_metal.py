@@ -65,15 +65,26 @@ def test_ssh_keys_stay_secret(prod: ProgramRun) -> None:
     assert command.inputs["connection"]["privateKey"] not in "\n".join(preview_files(prod).values())
 
 
-def test_node_labels_through_a_fixed_field_manager(prod: ProgramRun) -> None:
+def test_node_labels_through_one_patch_per_node_and_one_field_manager(prod: ProgramRun) -> None:
+    patches = prod.by_type("kubernetes:core/v1:NodePatch")
+    assert sorted(p.inputs["metadata"]["name"] for p in patches) == ["gpu-node-1", "gpu-node-2", "gpu-node-3"]
     patch = prod.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-3").inputs["metadata"]
     assert patch["name"] == "gpu-node-3"
     assert patch["labels"]["gpu-platform.io/gpu-model"] == "H100-80GB"
     assert patch["labels"]["gpu-platform.io/gpu"] == "true"
+    assert patch["labels"]["nvidia.com/mig.config"].startswith("gpu-platform-gpu-node-3-")
     assert patch["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform"
-    assert "pulumi.com/patchForce" not in patch["annotations"], (
-        "no other manager writes these labels: a conflict is news"
-    )
+    assert patch["annotations"]["pulumi.com/patchForce"] == "true", "the operator may own nvidia.com/mig.config"
+
+
+def test_a_patch_without_a_contested_label_is_not_forced() -> None:
+    """Only the operator's label is forced over: for any other label a conflict is news, not something to win."""
+    from components.bare_metal.node_labels import patch_annotations
+
+    plain = patch_annotations({"gpu-platform.io/gpu": "true"}, {"gpu-platform.io/declared-taints": ""})
+    assert plain == {"gpu-platform.io/declared-taints": "", "pulumi.com/patchFieldManager": "gpu-platform"}
+    forced = patch_annotations({"gpu-platform.io/gpu": "true", "nvidia.com/mig.config": "all-disabled"}, {})
+    assert forced == {"pulumi.com/patchFieldManager": "gpu-platform", "pulumi.com/patchForce": "true"}
 
 
 def test_operator_runs_in_host_driver_mode_without_its_toolkit(prod: ProgramRun) -> None:

@@ -242,7 +242,7 @@ def test_place_agrees_with_brute_force_and_its_placements_check_out(case):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "components.catalog.mig", *args],
+        [sys.executable, "-m", "tools.mig", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -308,7 +308,7 @@ def test_large_plans_are_valid_and_respect_simple_bounds(case):
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "components.catalog.mig", *args],
+        [sys.executable, "-m", "tools.mig", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -163,7 +163,7 @@ def test_pci_ids_are_nvidia_filter_strings_and_name_one_model_each():
 
 def test_cli_lists_a_models_profiles():
     result = subprocess.run(
-        [sys.executable, "-m", "components.catalog.mig", "profiles", "--model", "H100-80GB"],
+        [sys.executable, "-m", "tools.mig", "profiles", "--model", "H100-80GB"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -177,7 +177,7 @@ def test_cli_lists_a_models_profiles():
 @pytest.mark.parametrize("model", ["V100-32GB", "H100"])
 def test_cli_refuses_models_without_mig_in_one_line(model):
     result = subprocess.run(
-        [sys.executable, "-m", "components.catalog.mig", "profiles", "--model", model],
+        [sys.executable, "-m", "tools.mig", "profiles", "--model", model],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -225,3 +225,32 @@ def test_without_a_base_everything_is_created() -> None:
     diff = diff_snapshots(None, _head(), "nothing", "working tree")
     assert diff.counts()[CREATE] == len(_head().resources) and diff.verdict_before is None
     assert all(p.status == "added" and not p.repartitioned for p in diff.pools)
+
+
+def _yandex_pool_snapshot(gpu_environment: str, cloud_name: str, zone: str) -> Snapshot:
+    group = _group(gpu_environment, cloud_name)
+    group["inputs"]["allocationPolicy"] = {"locations": [{"zone": zone}]}
+    pool = {"gpuModel": "V100-32GB", "gpusPerNode": 1, "maxNodes": 3, "migConfig": "all-disabled", "source": "yandex"}
+    return Snapshot(
+        stack="dev",
+        resources=[group],
+        outputs={"gpuPools": {"v100": pool}, "gpuNodeGroups": {"v100": {"cloudName": cloud_name}}},
+    )
+
+
+def test_a_group_renamed_in_place_keeps_its_nodes_and_a_replaced_one_does_not() -> None:
+    """terraform-provider-yandex v0.161.0 changes the zone and the name in place: the review says the group is
+    updated and its nodes stay, even where its cloud name changed; only a ForceNew field replaces every node."""
+    base = _yandex_pool_snapshot("runc", "ml-dev-v100-11111111", "ru-central1-a")
+    moved = _yandex_pool_snapshot("runc", "ml-dev-v100-22222222", "ru-central1-b")
+    diff = diff_snapshots(base, moved, "main", "working tree")
+    (group,) = diff.resources
+    assert (group.action, group.reasons) == (UPDATE, ())
+    (pool,) = diff.pools
+    assert pool.nodes_replaced == ""
+    replaced = _yandex_pool_snapshot("runc_drivers_cuda", "ml-dev-v100-33333333", "ru-central1-a")
+    (pool,) = diff_snapshots(base, replaced, "main", "working tree").pools
+    assert (
+        pool.nodes_replaced
+        == "every node is replaced: the group ml-dev-v100-11111111 gives way to ml-dev-v100-33333333"
+    )

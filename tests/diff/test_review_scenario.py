@@ -59,8 +59,8 @@ def test_the_reports_name_the_replacement_and_its_reason(reviewed: Reviewed) -> 
     assert "| replaced (" in markdown and f"`gpu-v100-group`: `{REASON}`" in markdown
     assert "replaced because:</b> <code>" + escape(REASON) in html
     assert 'data-pool="v100" data-status="changed"' in html
-    assert "every node is replaced: the group ml-dev-v100-5eedc30c gives way to ml-dev-v100-a00784bc" in html
-    assert "| GPU nodes replaced | `v100`: every node is replaced: the group ml-dev-v100-5eedc30c" in markdown
+    assert "every node is replaced: the group ml-dev-v100-b101d604 gives way to ml-dev-v100-860f3a2a" in html
+    assert "| GPU nodes replaced | `v100`: every node is replaced: the group ml-dev-v100-b101d604" in markdown
     assert re.search(r'<li data-finding="now">\[advisory\] container-image-digest-pinned: \d+ resources', html)
     diff = json.loads(reviewed.report("dev", "diff.json"))
     group = next(r for r in diff["resources"] if r["name"] == "gpu-v100-group")

@@ -320,13 +320,13 @@ def test_unchanged_pools_are_collapsed_in_the_html() -> None:
 
 
 def test_the_cloud_names_digest_covers_every_force_new_field_the_config_sets() -> None:
-    """The catalog's ForceNew table is the one source: naming.py digests the config-set fields it lists."""
-    from components.catalog.replacements import YANDEX_NODE_GROUP_FORCE_NEW, YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS
-    from components.yandex.naming import FORCE_NEW_FIELDS, IN_PLACE_FIELDS_IN_NAME
+    """The catalog's ForceNew table is the one source: naming.py digests the config-set fields it lists, no others."""
+    from components.catalog.replacements import yandex_node_group_force_new_names
+    from components.yandex.naming import digest_fields
 
-    table = {*YANDEX_NODE_GROUP_FORCE_NEW.values(), *YANDEX_NODE_GROUP_FORCE_NEW_BLOCKS.values()}
-    assert set(FORCE_NEW_FIELDS) <= table
-    assert not set(IN_PLACE_FIELDS_IN_NAME) & table, "a field the provider replaces on is named as in-place"
+    table = yandex_node_group_force_new_names()
+    assert digest_fields() and set(digest_fields()) <= set(table)
+    assert not {"location", "zone", "nat", "name"} & set(digest_fields()), "in-place fields rename nothing"
 
 
 def test_the_mig_plan_that_must_be_committed_is_named(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ import pytest
 import yaml
 
 from components.base.problems import StackConfigError
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.releases import DEFAULT_TAG, tag_components
+from components.catalog.kubeflow.v1_10_2.components import CERT_MANAGER
+from components.catalog.kubeflow.v1_10_2.credentials import DEFAULT_PASSWORD_HASH, OIDC_CLIENT_ID, PIPELINES_MYSQL_USER
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.component import Kubeflow
@@ -41,7 +43,7 @@ def _kubeflow(run_raw: dict[str, object]) -> ProgramRun:
 def test_dex_and_oauth2_proxy_share_one_generated_client_secret(dev: ProgramRun) -> None:
     secrets = {r.inputs["metadata"]["name"]: r.inputs["stringData"] for r in dev.by_type(SECRET)}
     assert secrets["dex-oidc-client"]["OIDC_CLIENT_SECRET"] == secrets["oauth2-proxy"]["client-secret"]
-    assert secrets["dex-oidc-client"]["OIDC_CLIENT_ID"] == secrets["oauth2-proxy"]["client-id"] == km.OIDC_CLIENT_ID
+    assert secrets["dex-oidc-client"]["OIDC_CLIENT_ID"] == secrets["oauth2-proxy"]["client-id"] == OIDC_CLIENT_ID
     assert {r.name for r in dev.by_type(RANDOM)} == {
         "kubeflow-oidc-client-secret",
         "kubeflow-oauth2-proxy-cookie-secret",
@@ -62,8 +64,8 @@ def test_a_configured_oidc_client_secret_replaces_the_generated_one() -> None:
 
 
 def test_left_out_components_get_no_secret_and_no_password() -> None:
-    left_out = {km.CERT_MANAGER, "katib", "pipelines", "user-namespace"}
-    components = [c for c in km.tag_components(km.DEFAULT_TAG) if c not in left_out]
+    left_out = {CERT_MANAGER, "katib", "pipelines", "user-namespace"}
+    components = [c for c in tag_components(DEFAULT_TAG) if c not in left_out]
     run = _kubeflow(set_path(stack_raw("dev"), "kubeflow.components", components))
     assert run.config_error is None
     assert {r.inputs["metadata"]["name"] for r in run.by_type(SECRET)} == {
@@ -81,7 +83,7 @@ def test_secret_values_never_reach_the_preview_files(dev: ProgramRun) -> None:
     text = "\n".join(preview_files(dev).values())
     for registration in dev.by_type(SECRET):
         for item, value in registration.inputs["stringData"].items():
-            if value not in (km.OIDC_CLIENT_ID, km.PIPELINES_MYSQL_USER):
+            if value not in (OIDC_CLIENT_ID, PIPELINES_MYSQL_USER):
                 assert value not in text, item
 
 
@@ -152,7 +154,7 @@ def test_outputs_and_overlay_in_the_preview(dev: ProgramRun) -> None:
         "kubeflow/platform/spawner_ui_config.yaml",  # upstream's, plus the fleet's MIG resources and pools
     }
     assert "ml-platform@example.com" in files["kubeflow/platform/kustomization.yaml"]
-    assert km.DEFAULT_PASSWORD_HASH not in "\n".join(files.values())
+    assert DEFAULT_PASSWORD_HASH not in "\n".join(files.values())
 
 
 def test_overlay_points_kustomize_at_the_configured_tree(dev: ProgramRun) -> None:

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.v1_10_2.spawner import PODDEFAULT_API_VERSION, PODDEFAULT_CRD_PATH, PODDEFAULT_KIND
 from components.catalog.kubernetes import tolerates
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from preview.runner import ProgramRun, run_program
@@ -30,9 +30,9 @@ def runs() -> dict[str, ProgramRun]:
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    crd = yaml.safe_load((ROOT / KUBEFLOW_MANIFESTS.path / km.PODDEFAULT_CRD_PATH).read_text())
-    group, version = km.PODDEFAULT_API_VERSION.split("/")
-    assert crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == km.PODDEFAULT_KIND
+    crd = yaml.safe_load((ROOT / KUBEFLOW_MANIFESTS.path / PODDEFAULT_CRD_PATH).read_text())
+    group, version = PODDEFAULT_API_VERSION.split("/")
+    assert crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == PODDEFAULT_KIND
     (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version and v["served"]]
     return dict(served["schema"]["openAPIV3Schema"])
 

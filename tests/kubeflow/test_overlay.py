@@ -15,26 +15,42 @@ import bcrypt
 import pytest
 import yaml
 
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.releases import DEFAULT_TAG, MANIFESTS_TAGS, tag_components
+from components.catalog.kubeflow.v1_10_2.components import CERT_MANAGER, REQUIRED_COMPONENTS
+from components.catalog.kubeflow.v1_10_2.credentials import (
+    DEFAULT_PASSWORD,
+    DEFAULT_PASSWORD_HASH,
+    DEFAULT_USER_EMAIL,
+    DEFAULT_USERNAME,
+    PUBLIC_DEFAULT_CREDENTIALS,
+    PUBLIC_DEFAULT_SECRET_VALUES,
+)
+from components.catalog.kubeflow.v1_10_2.layout import upstream_sort_options
+from components.catalog.kubeflow.v1_10_2.login import (
+    DEX_CONFIG_KEY,
+    DEX_CONFIGMAP,
+    DEX_NAMESPACE,
+    OAUTH2_PROXY_PARAMETERS_CONFIGMAP,
+    USER_NAMESPACE_CONFIGMAP,
+    USER_PROFILE_NAME,
+)
+from components.catalog.kubeflow.v1_10_2.replaced import REPLACED_SECRETS, SECRET_NAMESPACES
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
-from components.kubeflow.overlay import (
-    FOUNDATION,
-    PLATFORM,
-    STAGES,
+from components.kubeflow.overlay import render_overlay, write_overlay
+from components.kubeflow.readme import review_command
+from components.kubeflow.spec import (
     KubeflowOverlayError,
     KubeflowOverlaySpec,
     manifests_path_for,
-    render_overlay,
     required_namespaces,
     required_secrets,
-    review_command,
-    write_overlay,
 )
+from components.kubeflow.stages import FOUNDATION, PLATFORM, STAGES
 from tests.kubeflow.kustomize import REPO_ROOT, Obj, find, key, kustomize_build
 
-ALL = tuple(c for c in km.tag_components(km.DEFAULT_TAG) if c != km.CERT_MANAGER)
+ALL = tuple(c for c in tag_components(DEFAULT_TAG) if c != CERT_MANAGER)
 TREE = REPO_ROOT / KUBEFLOW_MANIFESTS.path
-PUBLIC = (*(d.value for d in km.PUBLIC_DEFAULT_CREDENTIALS if len(d.value) >= 8), km.DEFAULT_PASSWORD)
+PUBLIC = (*(d.value for d in PUBLIC_DEFAULT_CREDENTIALS if len(d.value) >= 8), DEFAULT_PASSWORD)
 # A spec the example stacks do not use: Katib, Pipelines, KServe (and so Knative) and Spark left
 # out, upstream's example Profile kept and given the configured user, no Ingress host.
 LEAN = tuple(c for c in ALL if c not in {"katib", "pipelines", "kserve", "knative", "spark"})
@@ -65,7 +81,7 @@ def test_unknown_tag_is_refused_with_the_pinned_one() -> None:
 
 def test_unknown_component_is_refused_with_the_allowed_names() -> None:
     with pytest.raises(KubeflowOverlayError, match="unknown Kubeflow component 'notebooks'") as error:
-        KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "notebooks"))
+        KubeflowOverlaySpec("../manifests", components=(*REQUIRED_COMPONENTS, "notebooks"))
     message = str(error.value)
     for name in ("jupyter", "katib", "kserve", "spark", "dex"):
         assert name in message
@@ -78,25 +94,25 @@ def test_a_required_component_cannot_be_disabled() -> None:
 
 
 def test_cert_manager_is_switched_by_its_flag_not_the_component_list() -> None:
-    with pytest.raises(KubeflowOverlayError, match="install_cert_manager"):
-        KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "cert-manager"))
+    with pytest.raises(KubeflowOverlayError, match="installCertManager"):
+        KubeflowOverlaySpec("../manifests", components=(*REQUIRED_COMPONENTS, "cert-manager"))
 
 
 def test_a_component_that_is_not_offered_says_why() -> None:
     with pytest.raises(KubeflowOverlayError, match="'model-registry' is not offered: not part of example"):
-        KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "model-registry"))
+        KubeflowOverlaySpec("../manifests", components=(*REQUIRED_COMPONENTS, "model-registry"))
 
 
 def test_a_component_without_what_it_needs_is_refused() -> None:
     with pytest.raises(KubeflowOverlayError, match="'jupyter' needs admission-webhook"):
-        KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "jupyter"))
+        KubeflowOverlaySpec("../manifests", components=(*REQUIRED_COMPONENTS, "jupyter"))
     with pytest.raises(KubeflowOverlayError, match="'kserve' needs knative"):
-        KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "kserve"))
+        KubeflowOverlaySpec("../manifests", components=(*REQUIRED_COMPONENTS, "kserve"))
 
 
 def test_a_component_listed_twice_is_refused() -> None:
     with pytest.raises(KubeflowOverlayError, match="'katib' is listed twice"):
-        KubeflowOverlaySpec("../manifests", components=(*km.REQUIRED_COMPONENTS, "katib", "katib"))
+        KubeflowOverlaySpec("../manifests", components=(*REQUIRED_COMPONENTS, "katib", "katib"))
 
 
 def test_components_given_as_one_string_are_refused() -> None:
@@ -110,8 +126,8 @@ def test_components_given_as_one_string_are_refused() -> None:
         ("dex_user_email", "alice", "is not an email address"),
         ("dex_user_email", "alice@corp.example\n  hashFromEnv: X", "is not an email address"),
         ("dex_username", "alice smith", "must be 1-63 letters"),
-        ("ingress_host", "https://kubeflow.example.com", "must be a lowercase DNS name"),
-        ("ingress_host", "Kubeflow.Example.com", "must be a lowercase DNS name"),
+        ("ingress_host", "https://kubeflow.example.com", "must be a fully qualified DNS name"),
+        ("ingress_host", "Kubeflow.Example.com", "must be a fully qualified DNS name"),
         ("manifests_path", "", "must name the kubeflow/manifests tree"),
     ],
 )
@@ -141,7 +157,7 @@ def test_overlay_files_are_the_readme_and_one_kustomization_per_stage() -> None:
 
 def test_stages_split_the_example_paths_in_upstream_order() -> None:
     files = render_overlay(KubeflowOverlaySpec("../manifests", components=ALL))
-    example = [f"../../manifests/{path}" for _c, path in km.MANIFESTS_TAGS[km.DEFAULT_TAG].example_resources]
+    example = [f"../../manifests/{path}" for _c, path in MANIFESTS_TAGS[DEFAULT_TAG].example_resources]
     foundation = _kustomization(files, FOUNDATION.directory)["resources"]
     platform = _kustomization(files, PLATFORM.directory)["resources"]
     assert foundation == [
@@ -156,7 +172,7 @@ def test_stages_split_the_example_paths_in_upstream_order() -> None:
     assert sorted(foundation + platform) == sorted(example)
     assert [r for r in example if r in platform] == platform, "upstream order kept"
     for stage in STAGES:
-        assert _kustomization(files, stage.directory)["sortOptions"] == km.upstream_sort_options()
+        assert _kustomization(files, stage.directory)["sortOptions"] == upstream_sort_options()
 
 
 def test_cert_manager_off_leaves_both_cert_manager_paths_out() -> None:
@@ -175,11 +191,11 @@ def test_platform_deletes_exactly_what_the_program_creates() -> None:
         for p in _patches(files, "platform")
         if p.get("$patch") == "delete"
     }
-    assert deleted == {("Secret", s.namespace, s.name) for s in km.REPLACED_SECRETS} | {
-        ("Namespace", "", n.name) for n in km.SECRET_NAMESPACES
+    assert deleted == {("Secret", s.namespace, s.name) for s in REPLACED_SECRETS} | {
+        ("Namespace", "", n.name) for n in SECRET_NAMESPACES
     }
-    assert required_secrets(spec) == km.REPLACED_SECRETS
-    assert required_namespaces(spec) == km.SECRET_NAMESPACES
+    assert required_secrets(spec) == REPLACED_SECRETS
+    assert required_namespaces(spec) == SECRET_NAMESPACES
     assert "patches" not in _kustomization(files, "foundation"), "the foundation is upstream's, unchanged"
 
 
@@ -189,7 +205,7 @@ def test_a_left_out_component_leaves_its_secrets_and_patches_out() -> None:
     assert names == {"dex-passwords", "dex-oidc-client", "oauth2-proxy"}
     patched = {p["metadata"]["name"] for p in _patches(render_overlay(spec), "platform")}
     assert not patched & {"katib-mysql-secrets", "mysql-secret", "mlpipeline-minio-artifact", "mysql", "katib-mysql"}
-    assert {km.USER_PROFILE_NAME, km.USER_NAMESPACE_CONFIGMAP} <= patched
+    assert {USER_PROFILE_NAME, USER_NAMESPACE_CONFIGMAP} <= patched
 
 
 def test_mysql_servers_are_patched_to_require_a_root_password() -> None:
@@ -207,8 +223,8 @@ def test_mysql_servers_are_patched_to_require_a_root_password() -> None:
 
 def test_without_a_configured_user_dex_config_is_not_patched() -> None:
     patched = {p["metadata"]["name"] for p in _patches(render_overlay(KubeflowOverlaySpec("../manifests")), "platform")}
-    assert km.DEX_CONFIGMAP not in patched
-    assert km.OAUTH2_PROXY_PARAMETERS_CONFIGMAP not in patched
+    assert DEX_CONFIGMAP not in patched
+    assert OAUTH2_PROXY_PARAMETERS_CONFIGMAP not in patched
 
 
 def test_an_absolute_tree_is_written_relative_to_the_overlay(tmp_path: Path) -> None:
@@ -268,9 +284,9 @@ def test_readme_names_the_stages_the_namespaces_and_the_secrets() -> None:
     readme = render_overlay(KubeflowOverlaySpec("../manifests"), "build/kubeflow/dev")["README.md"]
     assert 'kubectl kustomize "$(git rev-parse --show-toplevel)/build/kubeflow/dev/platform"' in readme
     assert "kubectl kustomize ." not in readme
-    for secret in km.REPLACED_SECRETS:
+    for secret in REPLACED_SECRETS:
         assert f"`{secret.namespace}/{secret.name}`" in readme
-    for namespace in km.SECRET_NAMESPACES:
+    for namespace in SECRET_NAMESPACES:
         assert f"- `{namespace.name}` (labels" in readme
 
 
@@ -280,8 +296,8 @@ def test_review_command_without_a_project_relative_folder_renders_from_the_overl
 
 
 def test_catalog_default_hash_is_the_published_password() -> None:
-    assert bcrypt.checkpw(km.DEFAULT_PASSWORD.encode(), km.DEFAULT_PASSWORD_HASH.encode())
-    assert km.DEFAULT_PASSWORD_HASH in km.PUBLIC_DEFAULT_SECRET_VALUES
+    assert bcrypt.checkpw(DEFAULT_PASSWORD.encode(), DEFAULT_PASSWORD_HASH.encode())
+    assert DEFAULT_PASSWORD_HASH in PUBLIC_DEFAULT_SECRET_VALUES
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,15 +318,15 @@ def test_left_out_components_are_absent_and_the_overlay_still_builds(lean: dict[
     assert not {"katib-mysql", "ml-pipeline", "minio", "kserve-controller-manager", "spark-operator-controller"} & names
     assert not [o for o in objects if o["metadata"].get("namespace") == "knative-serving"]
     assert not [o for o in objects if o["kind"] == "ClusterIssuer" or o["metadata"].get("namespace") == "cert-manager"]
-    replaced = tuple(s.name for s in km.REPLACED_SECRETS)
+    replaced = tuple(s.name for s in REPLACED_SECRETS)
     assert not [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"].startswith(replaced)]
 
 
 def test_the_example_profile_gets_the_configured_user(lean: dict[str, list[Obj]]) -> None:
     platform = lean[PLATFORM.directory]
-    profile = find(platform, "Profile", km.USER_PROFILE_NAME)
+    profile = find(platform, "Profile", USER_PROFILE_NAME)
     assert profile["spec"]["owner"] == {"kind": "User", "name": "alice@corp.example"}
-    dex = yaml.safe_load(find(platform, "ConfigMap", km.DEX_CONFIGMAP, km.DEX_NAMESPACE)["data"][km.DEX_CONFIG_KEY])
+    dex = yaml.safe_load(find(platform, "ConfigMap", DEX_CONFIGMAP, DEX_NAMESPACE)["data"][DEX_CONFIG_KEY])
     assert dex["staticPasswords"][0]["email"] == "alice@corp.example"
-    assert dex["staticPasswords"][0]["username"] == km.DEFAULT_USERNAME  # not configured: upstream's
-    assert km.DEFAULT_USER_EMAIL not in str([o for o in platform if key(o)[0] in ("ConfigMap", "Profile")])
+    assert dex["staticPasswords"][0]["username"] == DEFAULT_USERNAME  # not configured: upstream's
+    assert DEFAULT_USER_EMAIL not in str([o for o in platform if key(o)[0] in ("ConfigMap", "Profile")])

@@ -18,11 +18,44 @@ from typing import Any
 import pytest
 import yaml
 
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.releases import DEFAULT_TAG, MANIFESTS_TAGS
+from components.catalog.kubeflow.v1_10_2.components import CERT_MANAGER
+from components.catalog.kubeflow.v1_10_2.credentials import (
+    DEFAULT_MINIO_SECRET_KEY,
+    MINIO_ACCESS_KEY_LENGTH,
+    MINIO_SECRET_KEY_LENGTH,
+    OAUTH2_PROXY_COOKIE_SECRET_BYTES,
+    PUBLIC_DEFAULT_CREDENTIALS,
+)
+from components.catalog.kubeflow.v1_10_2.login import (
+    DEX_CONFIG_KEY,
+    DEX_CONFIGMAP,
+    DEX_NAMESPACE,
+    OAUTH2_PROXY_PARAMETERS_CONFIGMAP,
+)
+from components.catalog.kubeflow.v1_10_2.replaced import (
+    KATIB_MYSQL,
+    KATIB_MYSQL_SECRET,
+    MYSQL_ALLOW_EMPTY_PASSWORD_ENV,
+    MYSQL_ROOT_PASSWORD_ENV,
+    OAUTH2_PROXY_SECRET,
+    PIPELINES_MINIO_SECRET,
+    PIPELINES_MYSQL,
+    PIPELINES_MYSQL_SECRET,
+    PROFILE_CONTROLLER_CONFIGMAP_PREFIX,
+    PROFILE_CONTROLLER_SCRIPT,
+    REPLACED_SECRETS,
+    SECRET_CONSUMERS,
+    SECRET_NAMESPACES,
+    WORKFLOW_CONTROLLER_CONFIGMAP,
+)
+from components.catalog.kubeflow.v1_10_2.spawner import SPAWNER_CONFIG_KEY, SPAWNER_CONFIGMAP, SPAWNER_NAMESPACE
+from components.catalog.kubeflow.v1_10_2.webhooks import WEBHOOK_SERVERS
 from components.catalog.names import DEPENDS_ON_ANNOTATION
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.component import overlay_dir
-from components.kubeflow.overlay import FOUNDATION, PLATFORM, STAGES, review_command
+from components.kubeflow.readme import review_command
+from components.kubeflow.stages import FOUNDATION, PLATFORM, STAGES
 from preview.render import kustomize_files
 from tests.kubeflow.conftest import STACKS, StackRender
 from tests.kubeflow.kustomize import (
@@ -69,8 +102,8 @@ def public_defaults_found(objects: list[Obj]) -> set[str]:
     """
     found: set[str] = set()
     text = canonical(objects)
-    long_values = {d.value for d in km.PUBLIC_DEFAULT_CREDENTIALS if len(d.value) >= 8}
-    short_values = {d.value for d in km.PUBLIC_DEFAULT_CREDENTIALS if d.value and len(d.value) < 8}
+    long_values = {d.value for d in PUBLIC_DEFAULT_CREDENTIALS if len(d.value) >= 8}
+    short_values = {d.value for d in PUBLIC_DEFAULT_CREDENTIALS if d.value and len(d.value) < 8}
     for value in long_values:
         if value in text:
             found.add(f"text contains {value!r}")
@@ -78,7 +111,7 @@ def public_defaults_found(objects: list[Obj]) -> set[str]:
         namespace, name = obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
         if obj["kind"] == "Secret":
             for item, value in secret_values(obj):
-                for default in km.PUBLIC_DEFAULT_CREDENTIALS:
+                for default in PUBLIC_DEFAULT_CREDENTIALS:
                     same_key = (default.namespace, default.key) == (namespace, item) and name.startswith(default.secret)
                     if (
                         (default.value in long_values and default.value in value)
@@ -92,7 +125,7 @@ def public_defaults_found(objects: list[Obj]) -> set[str]:
                     found.add(f"ConfigMap {namespace}/{name} {item}")
         for container in containers(obj):
             for env in container.get("env") or []:
-                if env["name"] == km.MYSQL_ALLOW_EMPTY_PASSWORD_ENV or (
+                if env["name"] == MYSQL_ALLOW_EMPTY_PASSWORD_ENV or (
                     "value" in env
                     and _CREDENTIAL_VARIABLE.search(env["name"])
                     and (str(env["value"]) in short_values or str(env["value"]) == "")
@@ -103,7 +136,7 @@ def public_defaults_found(objects: list[Obj]) -> set[str]:
 
 def secret_references(objects: list[Obj]) -> set[tuple[str, str, str, str | None, str, str | None]]:
     """(namespace, workload, container, variable or None for envFrom, secret, key) of every replaced Secret read."""
-    replaced = {s.name for s in km.REPLACED_SECRETS}
+    replaced = {s.name for s in REPLACED_SECRETS}
     found = set()
     for obj in objects:
         namespace, name = obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
@@ -175,12 +208,12 @@ def test_each_stage_holds_its_components(stack: StackRender) -> None:
 
 def test_upstream_example_carries_every_catalogued_default(example: list[Obj]) -> None:
     found = public_defaults_found(example)
-    for default in km.PUBLIC_DEFAULT_CREDENTIALS:
+    for default in PUBLIC_DEFAULT_CREDENTIALS:
         assert any(
             f.startswith(f"Secret {default.namespace}/{default.secret}") and f.endswith(default.key) for f in found
         ), default
     assert "Deployment kubeflow/mysql mysql MYSQL_ALLOW_EMPTY_PASSWORD" in found
-    assert f"text contains {km.DEFAULT_MINIO_SECRET_KEY!r}" in found
+    assert f"text contains {DEFAULT_MINIO_SECRET_KEY!r}" in found
 
 
 def test_catalogued_defaults_are_every_credential_secret_upstream_renders(example: list[Obj]) -> None:
@@ -190,7 +223,7 @@ def test_catalogued_defaults_are_every_credential_secret_upstream_renders(exampl
         for o in example
         if o["kind"] == "Secret" and any(value for _key, value in secret_values(o))
     }
-    assert with_values == {(s.namespace, s.name) for s in km.REPLACED_SECRETS}
+    assert with_values == {(s.namespace, s.name) for s in REPLACED_SECRETS}
 
 
 def test_no_upstream_default_credential_in_any_rendered_object(stack: StackRender) -> None:
@@ -200,27 +233,27 @@ def test_no_upstream_default_credential_in_any_rendered_object(stack: StackRende
         for o in stack.objects
         if o["kind"] == "Secret"
     }
-    assert not rendered_secrets & {(s.namespace, s.name) for s in km.REPLACED_SECRETS}
+    assert not rendered_secrets & {(s.namespace, s.name) for s in REPLACED_SECRETS}
 
 
 def test_program_replaces_every_deleted_secret_with_pulumi_secrets(stack: StackRender) -> None:
     created = {(r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r for r in stack.run.by_type(SECRET)}
-    assert set(created) == {(s.namespace, s.name) for s in km.REPLACED_SECRETS}
-    values = {s.value for s in km.PUBLIC_DEFAULT_CREDENTIALS if s.value}
-    for replaced in km.REPLACED_SECRETS:
+    assert set(created) == {(s.namespace, s.name) for s in REPLACED_SECRETS}
+    values = {s.value for s in PUBLIC_DEFAULT_CREDENTIALS if s.value}
+    for replaced in REPLACED_SECRETS:
         registration = created[(replaced.namespace, replaced.name)]
         assert set(registration.inputs["stringData"]) == set(replaced.keys)
         assert registration.masked_inputs["stringData"] == dict.fromkeys(replaced.keys, "[secret]")
         for item, value in registration.inputs["stringData"].items():
             assert value not in values, f"{replaced.name} {item}"
             assert value, f"{replaced.name} {item} is empty"
-    minio = created[("kubeflow", km.PIPELINES_MINIO_SECRET.name)].inputs["stringData"]
+    minio = created[("kubeflow", PIPELINES_MINIO_SECRET.name)].inputs["stringData"]
     assert (len(minio["accesskey"]), len(minio["secretkey"])) == (
-        km.MINIO_ACCESS_KEY_LENGTH,
-        km.MINIO_SECRET_KEY_LENGTH,
+        MINIO_ACCESS_KEY_LENGTH,
+        MINIO_SECRET_KEY_LENGTH,
     )
-    proxy = created[("oauth2-proxy", km.OAUTH2_PROXY_SECRET.name)].inputs["stringData"]
-    assert len(proxy["cookie-secret"]) in km.OAUTH2_PROXY_COOKIE_SECRET_BYTES
+    proxy = created[("oauth2-proxy", OAUTH2_PROXY_SECRET.name)].inputs["stringData"]
+    assert len(proxy["cookie-secret"]) in OAUTH2_PROXY_COOKIE_SECRET_BYTES
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,14 +263,14 @@ def test_program_replaces_every_deleted_secret_with_pulumi_secrets(stack: StackR
 
 def test_every_consumer_reads_the_program_created_secret(stack: StackRender) -> None:
     found = secret_references(stack.objects)
-    expected = {(c.namespace, c.deployment, c.container, c.variable, c.secret, c.key) for c in km.SECRET_CONSUMERS}
-    namespace, deployment, container = km.PIPELINES_MYSQL
+    expected = {(c.namespace, c.deployment, c.container, c.variable, c.secret, c.key) for c in SECRET_CONSUMERS}
+    namespace, deployment, container = PIPELINES_MYSQL
     mysql_server = (
         namespace,
         deployment,
         container,
-        km.MYSQL_ROOT_PASSWORD_ENV,
-        km.PIPELINES_MYSQL_SECRET.name,
+        MYSQL_ROOT_PASSWORD_ENV,
+        PIPELINES_MYSQL_SECRET.name,
         "password",
     )
     assert found == expected | {mysql_server}
@@ -251,15 +284,15 @@ def test_every_consumer_reads_the_program_created_secret(stack: StackRender) -> 
 
 
 def test_mysql_servers_require_their_root_password(stack: StackRender) -> None:
-    for namespace, name, container_name in (km.PIPELINES_MYSQL, km.KATIB_MYSQL):
+    for namespace, name, container_name in (PIPELINES_MYSQL, KATIB_MYSQL):
         [container] = [
             c for c in containers(find(stack.objects, "Deployment", name, namespace)) if c["name"] == container_name
         ]
         env = {e["name"]: e for e in container["env"]}
-        assert km.MYSQL_ALLOW_EMPTY_PASSWORD_ENV not in env
-        assert env[km.MYSQL_ROOT_PASSWORD_ENV]["valueFrom"]["secretKeyRef"]["name"] in {
-            km.PIPELINES_MYSQL_SECRET.name,
-            km.KATIB_MYSQL_SECRET.name,
+        assert MYSQL_ALLOW_EMPTY_PASSWORD_ENV not in env
+        assert env[MYSQL_ROOT_PASSWORD_ENV]["valueFrom"]["secretKeyRef"]["name"] in {
+            PIPELINES_MYSQL_SECRET.name,
+            KATIB_MYSQL_SECRET.name,
         }
 
 
@@ -268,23 +301,21 @@ def test_profile_namespaces_get_the_replacement_minio_keys(stack: StackRender) -
     [code] = [
         o
         for o in stack.objects
-        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith(km.PROFILE_CONTROLLER_CONFIGMAP_PREFIX)
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith(PROFILE_CONTROLLER_CONFIGMAP_PREFIX)
     ]
-    sync = code["data"][km.PROFILE_CONTROLLER_SCRIPT]
+    sync = code["data"][PROFILE_CONTROLLER_SCRIPT]
     assert 'os.environ.get("MINIO_ACCESS_KEY")' in sync and 'os.environ.get("MINIO_SECRET_KEY")' in sync
     assert re.search(r'"kind": "Secret",\s*"metadata": \{\s*"name": "mlpipeline-minio-artifact"', sync)
     assert '"accesskey": minio_access_key' in sync and '"secretkey": minio_secret_key' in sync
     artifacts = yaml.safe_load(
-        find(stack.objects, "ConfigMap", km.WORKFLOW_CONTROLLER_CONFIGMAP, "kubeflow")["data"]["artifactRepository"]
+        find(stack.objects, "ConfigMap", WORKFLOW_CONTROLLER_CONFIGMAP, "kubeflow")["data"]["artifactRepository"]
     )
-    assert artifacts["s3"]["accessKeySecret"] == {"name": km.PIPELINES_MINIO_SECRET.name, "key": "accesskey"}
-    assert artifacts["s3"]["secretKeySecret"] == {"name": km.PIPELINES_MINIO_SECRET.name, "key": "secretkey"}
+    assert artifacts["s3"]["accessKeySecret"] == {"name": PIPELINES_MINIO_SECRET.name, "key": "accesskey"}
+    assert artifacts["s3"]["secretKeySecret"] == {"name": PIPELINES_MINIO_SECRET.name, "key": "secretkey"}
 
 
 def test_dex_and_oauth2_proxy_read_the_replacements(stack: StackRender) -> None:
-    dex = yaml.safe_load(
-        find(stack.objects, "ConfigMap", km.DEX_CONFIGMAP, km.DEX_NAMESPACE)["data"][km.DEX_CONFIG_KEY]
-    )
+    dex = yaml.safe_load(find(stack.objects, "ConfigMap", DEX_CONFIGMAP, DEX_NAMESPACE)["data"][DEX_CONFIG_KEY])
     user = {"dev": ("ml-platform@example.com", "ml-platform"), "prod": ("ml-admin@example.com", "ml-admin")}[
         stack.run.stack
     ]
@@ -292,7 +323,7 @@ def test_dex_and_oauth2_proxy_read_the_replacements(stack: StackRender) -> None:
         (*user, "DEX_USER_PASSWORD")
     ]
     assert dex["staticClients"][0]["secretEnv"] == "OIDC_CLIENT_SECRET"
-    [parameters] = [o for o in stack.objects if o["metadata"]["name"].startswith(km.OAUTH2_PROXY_PARAMETERS_CONFIGMAP)]
+    [parameters] = [o for o in stack.objects if o["metadata"]["name"].startswith(OAUTH2_PROXY_PARAMETERS_CONFIGMAP)]
     assert parameters["data"]["FORCE_HTTPS"] == "true"
     [proxy] = containers(find(stack.objects, "Deployment", "oauth2-proxy", "oauth2-proxy"))
     refs = {
@@ -312,8 +343,8 @@ def test_program_namespaces_carry_upstreams_labels(stack: StackRender, example: 
         for r in stack.run.by_type(NAMESPACE)
         if r.parent_name == "kubeflow"
     }
-    assert set(created) == {n.name for n in km.SECRET_NAMESPACES}
-    for namespace in km.SECRET_NAMESPACES:
+    assert set(created) == {n.name for n in SECRET_NAMESPACES}
+    for namespace in SECRET_NAMESPACES:
         upstream = find(example, "Namespace", namespace.name)["metadata"]
         assert created[namespace.name].get("labels") == upstream["labels"] == dict(namespace.labels)
         assert not upstream.get("annotations")
@@ -349,12 +380,12 @@ def test_stages_are_the_example_minus_what_the_program_owns_and_what_is_left_out
     ours, theirs = _normalized(stack.objects), _normalized(example)
     left_out_paths = [
         path
-        for component, path in km.MANIFESTS_TAGS[km.DEFAULT_TAG].example_resources
-        if component == "user-namespace" or (component == km.CERT_MANAGER and stack.run.stack == "prod")
+        for component, path in MANIFESTS_TAGS[DEFAULT_TAG].example_resources
+        if component == "user-namespace" or (component == CERT_MANAGER and stack.run.stack == "prod")
     ]
     left_out = {k for path in left_out_paths for k in _normalized(kustomize_build(TREE / path))}
-    owned = {("Namespace", "", n.name) for n in km.SECRET_NAMESPACES} | {
-        ("Secret", s.namespace, s.name) for s in km.REPLACED_SECRETS
+    owned = {("Namespace", "", n.name) for n in SECRET_NAMESPACES} | {
+        ("Secret", s.namespace, s.name) for s in REPLACED_SECRETS
     }
     assert set(ours) - set(theirs) == set()
     assert set(theirs) - set(ours) == owned | left_out
@@ -363,13 +394,13 @@ def test_stages_are_the_example_minus_what_the_program_owns_and_what_is_left_out
     assert (
         changed - webhooks
         == {
-            ("ConfigMap", "auth", km.DEX_CONFIGMAP),  # the configured dex user
-            ("ConfigMap", "oauth2-proxy", km.OAUTH2_PROXY_PARAMETERS_CONFIGMAP),  # FORCE_HTTPS=true, so a new hash
+            ("ConfigMap", "auth", DEX_CONFIGMAP),  # the configured dex user
+            ("ConfigMap", "oauth2-proxy", OAUTH2_PROXY_PARAMETERS_CONFIGMAP),  # FORCE_HTTPS=true, so a new hash
             ("Deployment", "oauth2-proxy", "oauth2-proxy"),  # follows the re-hashed ConfigMap and the plain Secret name
-            ("Deployment", *km.PIPELINES_MYSQL[:2]),  # reads its root password from mysql-secret
-            ("Deployment", *km.KATIB_MYSQL[:2]),  # no MYSQL_ALLOW_EMPTY_PASSWORD
-            ("ConfigMap", km.SPAWNER_NAMESPACE, km.SPAWNER_CONFIGMAP),  # the fleet's MIG resources and pools
-            ("Deployment", km.SPAWNER_NAMESPACE, "jupyter-web-app-deployment"),  # follows the re-hashed ConfigMap
+            ("Deployment", *PIPELINES_MYSQL[:2]),  # reads its root password from mysql-secret
+            ("Deployment", *KATIB_MYSQL[:2]),  # no MYSQL_ALLOW_EMPTY_PASSWORD
+            ("ConfigMap", SPAWNER_NAMESPACE, SPAWNER_CONFIGMAP),  # the fleet's MIG resources and pools
+            ("Deployment", SPAWNER_NAMESPACE, "jupyter-web-app-deployment"),  # follows the re-hashed ConfigMap
         }
     )
     platform = {key(o) for o in stack.directories[f"kubeflow-{PLATFORM.directory}"] if o["kind"] in _WEBHOOK_KINDS}
@@ -433,7 +464,7 @@ def webhook_servers(objects: list[Obj]) -> set[tuple[str, str, str, str]]:
 
 
 def test_catalogued_webhook_servers_are_upstreams(example: list[Obj]) -> None:
-    assert webhook_servers(example) == {(w.kind, w.name, w.namespace, w.deployment) for w in km.WEBHOOK_SERVERS}
+    assert webhook_servers(example) == {(w.kind, w.name, w.namespace, w.deployment) for w in WEBHOOK_SERVERS}
 
 
 def test_platform_webhooks_wait_for_their_servers_and_foundation_ones_do_not(stack: StackRender) -> None:
@@ -465,10 +496,10 @@ def _spawner(objects: list[Obj]) -> tuple[Obj, str]:
         o
         for o in objects
         if o["kind"] == "ConfigMap"
-        and o["metadata"].get("namespace") == km.SPAWNER_NAMESPACE
-        and _HASH_SUFFIX.sub("", o["metadata"]["name"]) == km.SPAWNER_CONFIGMAP
+        and o["metadata"].get("namespace") == SPAWNER_NAMESPACE
+        and _HASH_SUFFIX.sub("", o["metadata"]["name"]) == SPAWNER_CONFIGMAP
     ]
-    return configmap, configmap["data"][km.SPAWNER_CONFIG_KEY]
+    return configmap, configmap["data"][SPAWNER_CONFIG_KEY]
 
 
 def test_spawner_lists_nvidia_gpu_and_every_mig_resource_the_fleet_advertises(
@@ -524,7 +555,7 @@ def test_spawner_keeps_everything_else_of_upstreams_file(stack: StackRender, exa
     edited = {"    options: []"}  # affinityConfig.options: [] became a list
     missing = [line for line in upstream.splitlines() if line not in edited and not any(line == x for x in lines)]
     assert missing == []
-    assert set(configmap["data"]) == set(theirs["data"]) == {km.SPAWNER_CONFIG_KEY}
+    assert set(configmap["data"]) == set(theirs["data"]) == {SPAWNER_CONFIG_KEY}
     assert {k: v for k, v in configmap["metadata"].items() if k != "name"} == {
         k: v for k, v in theirs["metadata"].items() if k != "name"
     }
@@ -532,6 +563,6 @@ def test_spawner_keeps_everything_else_of_upstreams_file(stack: StackRender, exa
 
 def test_jupyter_web_app_mounts_the_changed_spawner_config(stack: StackRender) -> None:
     configmap, _text = _spawner(stack.objects)
-    deployment = find(stack.objects, "Deployment", "jupyter-web-app-deployment", km.SPAWNER_NAMESPACE)
+    deployment = find(stack.objects, "Deployment", "jupyter-web-app-deployment", SPAWNER_NAMESPACE)
     mounted = [v["configMap"]["name"] for v in deployment["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
     assert configmap["metadata"]["name"] in mounted

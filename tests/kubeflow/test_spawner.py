@@ -8,15 +8,19 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components.catalog import kubeflow_manifests as km
+from components.catalog.kubeflow.releases import DEFAULT_TAG, tag_components
+from components.catalog.kubeflow.v1_10_2.components import CERT_MANAGER
+from components.catalog.kubeflow.v1_10_2.spawner import SPAWNER_CONFIG_KEY, SPAWNER_CONFIGMAP, SPAWNER_NAMESPACE
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.gpus import FleetPool, GpuFleet, mig_ui_name
-from components.kubeflow.overlay import PLATFORM, KubeflowOverlaySpec, render_overlay
+from components.kubeflow.overlay import render_overlay
 from components.kubeflow.spawner import SpawnerConfigError, read_upstream, spawner_config
+from components.kubeflow.spec import KubeflowOverlaySpec
+from components.kubeflow.stages import PLATFORM
 from tests.kubeflow.kustomize import REPO_ROOT
 
 TREE = REPO_ROOT / KUBEFLOW_MANIFESTS.path
-ALL = tuple(c for c in km.tag_components(km.DEFAULT_TAG) if c != km.CERT_MANAGER)
+ALL = tuple(c for c in tag_components(DEFAULT_TAG) if c != CERT_MANAGER)
 
 
 def _pool(name: str, resources: dict[str, int]) -> FleetPool:
@@ -84,20 +88,20 @@ def test_a_changed_upstream_file_fails_loudly(upstream: str) -> None:
 def test_the_overlay_ships_the_file_beside_a_merge_generator_only_with_jupyter(upstream: str) -> None:
     text = spawner_config(upstream, FLEET)
     files = render_overlay(KubeflowOverlaySpec("../tree", spawner_ui_config=text))
-    assert files[f"{PLATFORM.directory}/{km.SPAWNER_CONFIG_KEY}"] == text
-    assert f"`{PLATFORM.directory}/{km.SPAWNER_CONFIG_KEY}` is upstream's" in files["README.md"]
+    assert files[f"{PLATFORM.directory}/{SPAWNER_CONFIG_KEY}"] == text
+    assert f"`{PLATFORM.directory}/{SPAWNER_CONFIG_KEY}` is upstream's" in files["README.md"]
     kustomization = yaml.safe_load(files[f"{PLATFORM.directory}/kustomization.yaml"])
     assert kustomization["configMapGenerator"] == [
         {
-            "name": km.SPAWNER_CONFIGMAP,
-            "namespace": km.SPAWNER_NAMESPACE,
+            "name": SPAWNER_CONFIGMAP,
+            "namespace": SPAWNER_NAMESPACE,
             "behavior": "merge",
-            "files": [km.SPAWNER_CONFIG_KEY],
+            "files": [SPAWNER_CONFIG_KEY],
         }
     ]
     without = tuple(c for c in ALL if c not in {"jupyter", "user-namespace"})
     lean = render_overlay(KubeflowOverlaySpec("../tree", components=without, spawner_ui_config=text))
-    assert f"{PLATFORM.directory}/{km.SPAWNER_CONFIG_KEY}" not in lean
+    assert f"{PLATFORM.directory}/{SPAWNER_CONFIG_KEY}" not in lean
     assert "notebook spawner" not in lean["README.md"]
     assert "configMapGenerator" not in yaml.safe_load(lean[f"{PLATFORM.directory}/kustomization.yaml"])
     assert render_overlay(KubeflowOverlaySpec("../tree", spawner_ui_config=text)) == files  # deterministic

@@ -128,9 +128,12 @@ def test_two_demand_entries_for_one_model_are_refused() -> None:
 # The recorded plan (mig-plans/<stack>.yaml), read by the real program
 
 
-def _prod_project(tmp_path: Path, recorded: str | None) -> Path:
+def _prod_project(tmp_path: Path, recorded: str | None, gpus: int | None = None) -> Path:
     config = copy.deepcopy(stack_config("prod"))
     config["gpu-platform:bareMetal"]["nodes"][2]["mig"] = FROM_DEMAND
+    if gpus is not None:  # fewer GPUs than the Profiles' quotas count on: oversubscribe, with a warning
+        config["gpu-platform:bareMetal"]["nodes"][2]["gpus"] = gpus
+        config["gpu-platform:kubeflow"]["gpuQuotaCheck"] = "warn"
     project = project_copy(tmp_path, "prod", config)
     if recorded is not None:
         (project / record_file_name("prod")).parent.mkdir(parents=True, exist_ok=True)
@@ -169,17 +172,74 @@ def test_without_a_recorded_plan_every_partitioned_gpu_counts_as_new(tmp_path: P
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("version: 2\npools: {}\n", "mig-plans/prod.yaml.version: 2 is not allowed; allowed: 1"),
-        ("[unclosed\n", "mig-plans/prod.yaml:2:1: not valid YAML"),
-        ("- a\n", "mig-plans/prod.yaml: must be a mapping with version and pools, got list"),
-        (_recorded([{"3g.40gb": 3}, *[None] * 7]), "3g.40gb"),
+        ("version: 2\npools: {}\n", "mig-plans/prod.yaml:1: version: 2 is not allowed; allowed: 1"),
+        ("[unclosed\n", "mig-plans/prod.yaml:2: not a recorded MIG plan: while parsing a flow sequence"),
+        ("- a\n", "mig-plans/prod.yaml:1: must be a mapping with version and pools, got list"),
+        # Two comment lines, version, pools, the pool, gpuModel, nodes, gpus: gpus[0] is line 9. The model once.
+        (
+            _recorded([{"3g.40gb": 3}, *[None] * 7]),
+            "mig-plans/prod.yaml:9: pools.gpu-node-3.gpus[0]: H100-80GB: 3 x 3g.40gb requested; at most 2 per GPU",
+        ),
     ],
     ids=["version", "yaml", "shape", "unplaceable"],
 )
-def test_a_broken_recorded_plan_is_refused_with_the_file_name(tmp_path: Path, text: str, problem: str) -> None:
+def test_a_broken_recorded_plan_is_refused_at_its_line_with_the_key(tmp_path: Path, text: str, problem: str) -> None:
     run = run_program("prod", root=_prod_project(tmp_path, text))
     assert run.config_error is not None
-    assert problem in str(run.config_error), run.config_error
+    (only,) = run.config_error.problems
+    assert str(only).startswith(problem)
+    assert str(only).count("H100-80GB") <= 1
+
+
+def test_a_pool_written_twice_is_refused_at_the_second_one(tmp_path: Path) -> None:
+    once = _recorded([{"3g.40gb": 2}, *[None] * 7])
+    pool = once[once.index("  gpu-node-3:") :]
+    text = once + pool  # the pool again, after the first: YAML would keep the second silently
+    run = run_program("prod", root=_prod_project(tmp_path, text))
+    assert run.config_error is not None
+    second = text.count("\n", 0, text.rindex("  gpu-node-3:")) + 1
+    first = text.count("\n", 0, text.index("  gpu-node-3:")) + 1
+    assert [str(p) for p in run.config_error.problems] == [
+        f"mig-plans/prod.yaml:{second}: pools.gpu-node-3: duplicate key 'gpu-node-3' (first at line {first}); "
+        "YAML keeps only one of them"
+    ]
+
+
+def test_a_record_with_more_gpus_than_the_node_can_have_is_refused_at_its_line(tmp_path: Path) -> None:
+    text = _recorded([{"3g.40gb": 2}, *[None] * 8])  # 9 GPUs: an H100 host carries 4 or 8 (1 to 8 in PCIe)
+    run = run_program("prod", root=_prod_project(tmp_path, text))
+    assert run.config_error is not None
+    (problem,) = run.config_error.problems
+    assert problem.path == "mig-plans/prod.yaml:8"  # the line of `gpus:`
+    assert problem.message.startswith(
+        "pools.gpu-node-3.gpus: 9 GPU layouts recorded, but a node of bareMetal.nodes[2] (H100-80GB) has 8 and "
+        "cannot have 9 (possible: 1, 2, 3, 4, 5, 6, 7, 8)"
+    )
+
+
+def test_a_record_for_another_gpu_model_is_refused_at_its_line(tmp_path: Path) -> None:
+    text = render_recorded_plan(
+        "prod", [{"pool": "gpu-node-3", "gpuModel": "A100-80GB", "nodes": 1, "gpuLayouts": [None] * 8}]
+    )
+    run = run_program("prod", root=_prod_project(tmp_path, text))
+    assert run.config_error is not None
+    (problem,) = run.config_error.problems
+    assert problem.path == "mig-plans/prod.yaml:6"  # the line of `gpuModel:`
+    assert problem.message.startswith(
+        "pools.gpu-node-3.gpuModel: A100-80GB is recorded, but bareMetal.nodes[2] has H100-80GB GPUs"
+    )
+
+
+def test_a_node_whose_gpu_count_shrinks_keeps_the_layouts_of_the_gpus_it_still_has(tmp_path: Path) -> None:
+    # Recorded on 8 GPUs: GPUs 1 and 5 cut. The node now has 4: GPU 1 survives and is kept as it is; the
+    # demand's second GPU is cut on GPU 0 (the lowest whole one). One GPU re-cut, not every layout moved.
+    recorded = [None, {"3g.40gb": 2}, None, None, None, {"3g.40gb": 2}, None, None]
+    run = run_program("prod", root=_prod_project(tmp_path, _recorded(recorded), gpus=4))
+    assert run.config_error is None, run.config_error
+    (planned,) = run.outputs["mig"]["layoutsFromDemand"]
+    (pool,) = planned["pools"]
+    assert pool["gpuLayouts"] == [{"3g.40gb": 2}, {"3g.40gb": 2}, None, None]
+    assert planned["repartitionedGpus"] == 1 and pool["changedGpuIndexes"] == [0]
 
 
 def test_the_recorded_file_round_trips(tmp_path: Path) -> None:

@@ -33,9 +33,7 @@ def test_layouts_that_do_not_provide_the_demand_are_refused_with_what_is_missing
         "mig.demand[0]: the layouts configured (bareMetal.nodes[0], bareMetal.nodes[1], bareMetal.nodes[2]) "
         "provide 8 of 12 x 3g.40gb: missing 4 x 3g.40gb; the fleet can hold the demand on 11 GPUs"
     )
-    assert (
-        "python -m components.catalog.mig plan --model H100-80GB --gpus 24 --format yaml 1g.10gb=40 3g.40gb=12" in line
-    )
+    assert "python -m tools.mig plan --model H100-80GB --gpus 24 --format yaml 1g.10gb=40 3g.40gb=12" in line
 
 
 def test_every_missing_profile_is_named() -> None:

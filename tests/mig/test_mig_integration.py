@@ -38,14 +38,14 @@ def test_named_layouts_alone_use_the_operators_own_config(dev: ProgramRun) -> No
 
 
 def test_bare_metal_nodes_get_labels_through_node_patches(prod: ProgramRun) -> None:
-    mig_patches = [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r.name.startswith("mig-config-")]
-    labels = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"] for r in mig_patches}
-    assert labels["gpu-node-1"] == {"nvidia.com/mig.config": "all-1g.10gb"}
+    patches = [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r.name.startswith("gpu-nodes-")]
+    labels = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"] for r in patches}
+    assert labels["gpu-node-1"]["nvidia.com/mig.config"] == "all-1g.10gb"
     assert labels["gpu-node-2"]["nvidia.com/mig.config"].startswith("gpu-platform-gpu-node-2-")
     assert labels["gpu-node-3"]["nvidia.com/mig.config"].startswith("gpu-platform-gpu-node-3-")
     release = prod.one(RELEASE, "gpu-operator-release")
-    for patch in mig_patches:
-        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform-mig"
+    for patch in patches:
+        assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gpu-platform"
         assert release.urn in patch.dependencies, "the label names a config the release must ship first"
 
 
@@ -55,16 +55,15 @@ def test_bare_metal_mig_patches_take_the_label_over_from_the_operator(prod: Prog
     By the time the patches run (after the release) a running node carries that label, owned by another
     field manager: a server-side apply of a new layout conflicts unless it is forced.
     """
-    assert chart.OPERATOR_FIELD_MANAGER != "gpu-platform-mig"
-    mig_patches = [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r.name.startswith("mig-config-")]
-    assert len(mig_patches) == 3
+    assert chart.OPERATOR_FIELD_MANAGER != "gpu-platform"
+    patches = [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r.name.startswith("gpu-nodes-")]
+    assert len(patches) == 3 and not [r for r in prod.by_type("kubernetes:core/v1:NodePatch") if r not in patches]
     release = prod.one(RELEASE, "gpu-operator-release")
-    for patch in mig_patches:
+    for patch in patches:
+        assert "nvidia.com/mig.config" in patch.inputs["metadata"]["labels"]
         assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchForce"] == "true"
         assert release.urn in patch.dependencies
         assert patch.urn not in release.dependencies
-    base = prod.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
-    assert "nvidia.com/mig.config" not in base
 
 
 def test_an_edited_custom_layout_gets_a_new_config_name(prod: ProgramRun) -> None:
@@ -167,5 +166,5 @@ def test_removing_a_layout_returns_the_node_to_all_disabled() -> None:
     del raw["bareMetal"]["nodes"][0]["mig"]
     no_demand = {**raw["mig"], "demand": []}  # the demand's 40 x 1g.10gb came from gpu-node-1's layout
     run = run_program("prod", overrides={"gpu-platform:bareMetal": raw["bareMetal"], "gpu-platform:mig": no_demand})
-    patch = run.one("kubernetes:core/v1:NodePatch", "mig-config-gpu-node-1").inputs["metadata"]["labels"]
+    patch = run.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
     assert patch["nvidia.com/mig.config"] == "all-disabled"

@@ -149,8 +149,8 @@ def test_the_budget_output_is_per_pool_at_full_size(dev: ProgramRun, prod: Progr
 
 
 def test_the_prod_layout_change_goes_through_the_agent(prod: ProgramRun) -> None:
-    patch = prod.one("kubernetes:core/v1:NodePatch", "mig-config-gpu-node-1").inputs["metadata"]["labels"]
-    assert patch == {names.MIG_DESIRED_LABEL: "all-3g.40gb"}
+    patch = prod.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
+    assert patch[names.MIG_DESIRED_LABEL] == "all-3g.40gb"
     assert MIG_CONFIG_LABEL not in patch  # the program no longer flips every node at once
     # The resources the node must advertise before it is done (and one smoke pod each).
     assert set(_settings(prod).mig_resources["gpu-node-1"]) == {"nvidia.com/mig-3g.40gb"}
@@ -159,7 +159,7 @@ def test_the_prod_layout_change_goes_through_the_agent(prod: ProgramRun) -> None
 def test_without_mig_layout_the_program_labels_as_before() -> None:
     run = run_program("prod")
     assert not [r for r in run.registrations if r.name.startswith("node-agent")]
-    patch = run.one("kubernetes:core/v1:NodePatch", "mig-config-gpu-node-1").inputs["metadata"]["labels"]
+    patch = run.one("kubernetes:core/v1:NodePatch", "gpu-nodes-gpu-node-1").inputs["metadata"]["labels"]
     assert MIG_CONFIG_LABEL in patch
 
 

@@ -8,14 +8,14 @@ import bcrypt
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from components.catalog.kubeflow_manifests import (
+from components.catalog.kubeflow.model import PublicDefault
+from components.catalog.kubeflow.v1_10_2.credentials import (
     DEFAULT_COOKIE_SECRET,
     DEFAULT_OIDC_CLIENT_SECRET,
     DEFAULT_PASSWORD,
     DEFAULT_PASSWORD_HASH,
     PUBLIC_DEFAULT_CREDENTIALS,
     PUBLIC_DEFAULT_SECRET_VALUES,
-    PublicDefault,
 )
 from policies.gpu_policies.kubeflow import (
     ingress_tls,

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from preview.__main__ import _guarded
+from preview.__main__ import preview_stack_guarded
 from tests.helpers import ROOT
 from tests.properties import examples
 
@@ -129,7 +129,7 @@ def test_no_stack_file_crashes_the_preview_and_every_refusal_names_a_key(
     (root / f"Pulumi.{stack}.yaml").write_text(text)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _guarded(stack, root / "out", True, root)  # unchanged renders come from the render cache
+        code = preview_stack_guarded(stack, root / "out", True, root)  # unchanged renders come from the render cache
     output = out.getvalue() + err.getvalue()
     OUTCOMES[f"exit {code}"] += 1
     assert code in (0, 2, 3), output

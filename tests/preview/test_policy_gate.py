@@ -22,7 +22,7 @@ import yaml
 from pulumi_policy.proxy import unknown_checking_proxy
 
 import preview.policy_gate as gate
-from components.catalog.kubeflow_manifests import (
+from components.catalog.kubeflow.v1_10_2.credentials import (
     DEFAULT_OIDC_CLIENT_SECRET,
     DEFAULT_PASSWORD_HASH,
     PUBLIC_DEFAULT_CREDENTIALS,

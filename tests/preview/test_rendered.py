@@ -25,7 +25,7 @@ from policies.gpu_policies.props import get
 from preview.mocks import SECRET_MASK, Registration
 from preview.policy_gate import RENDER_CHECK, evaluate
 from preview.render_tools import RenderSetupError, find_tool
-from preview.rendered import HELM_RELEASE, RenderedObject, render_registrations
+from preview.rendered import HELM_RELEASE, Rendered, RenderedObject, render_registrations, split_documents
 from preview.runner import run_program
 from preview.stack_file import available_stacks
 from tests.helpers import ROOT, one_driver, stack_raw
@@ -146,6 +146,49 @@ def test_rendering_twice_gives_byte_identical_files() -> None:
     assert second == {path: text for path, text in first.files().items() if path.split("/")[1] in names}
     assert "rendered/gpu-operator-release/clusterpolicy-cluster-policy.yaml" in second
     assert len([path for path in second if path.startswith("rendered/kubeflow-platform/")]) > 400
+
+
+def test_rendered_files_are_the_documents_as_the_tool_printed_them() -> None:
+    """The files keep helm's ``# Source:`` lines and parse to exactly the objects the gate checked."""
+    _, rendered = real_stack("dev")
+    files = rendered.files()
+    policy = files["rendered/gpu-operator-release/clusterpolicy-cluster-policy.yaml"]
+    assert policy.startswith("# Source: gpu-operator/templates/clusterpolicy.yaml\n")
+    for render in rendered.renders:
+        for obj in render.objects:
+            if obj.manifest.get("kind") != "Secret":
+                assert obj.text is not None and yaml.safe_load(obj.text) == obj.manifest
+    kubeflow = [text for path, text in files.items() if path.startswith("rendered/kubeflow-platform/")]
+    assert all(not text.startswith("---") and text.endswith("\n") for text in kubeflow)
+
+
+def test_a_stream_splits_on_document_markers_only_where_the_yaml_spec_allows() -> None:
+    stream = "---\n# Source: a.yaml\nkind: A\ndata:\n  script: |\n    echo ---\n---\n\n---\nkind: B\n"
+    assert split_documents(stream) == [
+        "\n# Source: a.yaml\nkind: A\ndata:\n  script: |\n    echo ---\n",
+        "\nkind: B\n",
+    ]
+    # A marker with content after it, a document end or a directive: parsed as a stream instead.
+    for unsafe in ("--- |\n  text\n", "kind: A\n...\n", "%YAML 1.2\n---\nkind: A\n"):
+        assert split_documents(unsafe) is None
+
+
+def test_an_object_that_carries_a_secret_value_is_written_masked_not_as_printed(tmp_path: Path) -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"token": "s3cret-value"}}
+    directory = _directory(
+        tmp_path, "overlay", {"kustomization.yaml": _kustomization("config.yaml"), "config.yaml": [config]}
+    )
+    secret_origin = replace(
+        directory,
+        inputs={**directory.inputs, "note": "s3cret-value"},
+        masked_inputs={**directory.masked_inputs, "note": SECRET_MASK},
+    )
+    (render,) = render_registrations([directory], tmp_path).renders
+    printed = render_registrations([directory], tmp_path).files()["rendered/overlay/configmap-c.yaml"]
+    assert printed == render.objects[0].text and "s3cret-value" in printed
+    masked = replace(render, origin=secret_origin)
+    text = Rendered((masked,)).files()["rendered/overlay/configmap-c.yaml"]
+    assert "s3cret-value" not in text and yaml.safe_load(text)["data"]["token"] == SECRET_MASK
 
 
 # ----------------------------------------------------------------------------------------------

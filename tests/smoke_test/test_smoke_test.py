@@ -43,7 +43,7 @@ def test_bare_metal_jobs_wait_for_their_nodes_mig_label(prod: ProgramRun) -> Non
     assert jobs
     for job in jobs:
         node = job.inputs["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]
-        patch = prod.one("kubernetes:core/v1:NodePatch", f"mig-config-{node}")
+        patch = prod.one("kubernetes:core/v1:NodePatch", f"gpu-nodes-{node}")
         assert patch.urn in job.dependencies, f"{job.name} does not wait for {patch.name}"
 
 

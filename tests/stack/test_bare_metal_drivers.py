@@ -56,7 +56,7 @@ def _drivers(run: ProgramRun) -> dict[str, Any]:
 
 
 def _labels(run: ProgramRun) -> dict[str, dict[str, str]]:
-    """Bare-metal node -> the labels its NodePatch applies (the MIG patches carry no driver label)."""
+    """Bare-metal node -> the labels its NodePatch applies."""
     return {
         r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]
         for r in run.by_type(NODE_PATCH)
@@ -81,6 +81,9 @@ def test_one_nvidiadriver_per_driver_each_selecting_only_its_nodes(prod: Program
     }
     assert selected == {"gpu-node-1": ["gpu-node-1"], "gpu-node-2": ["gpu-node-2", "gpu-node-3"]}
     assert labels["gpu-node-3"]["gpu-platform.io/node-group"] == "h100"  # the node's own labels stay
+    patches = {r.inputs["metadata"]["name"]: r.urn for r in prod.by_type(NODE_PATCH)}
+    for group, driver in drivers.items():  # the labels come after the release: each driver waits for its nodes'
+        assert {patches[node] for node in selected[group]} <= set(driver.dependencies), group
 
 
 def test_every_nvidiadriver_is_valid_against_the_chart_crd(prod: ProgramRun, crd_schema: dict[str, Any]) -> None:

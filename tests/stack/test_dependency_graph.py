@@ -3,8 +3,8 @@
 - The constant-time cycle check (``components.base.dependency_graph``) decides every edge exactly as the
   SDK's walk does, on random graphs with cycles.
 - On real fleets of the prod stack, the dependency edges the engine receives grow linearly, a smoke Job
-  or a MIG label waits for the release and its own node only, and still, through the release, for every
-  host's preparation and every node's labels.
+  or a node's labels wait for the release and their own node only, and a Job still waits, through the
+  release, for every host's preparation, and for its own node's labels.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _closure(run: ProgramRun, urn: str) -> set[str]:
 
 def _jobs_and_mig_labels(run: ProgramRun) -> Iterator[str]:
     for registration in run.registrations:
-        if registration.type == JOB or (registration.type == NODE_PATCH and registration.name.startswith("mig-config")):
+        if registration.type in (JOB, NODE_PATCH):
             yield registration.urn
 
 
@@ -113,12 +113,14 @@ def test_a_smoke_job_or_mig_label_waits_for_the_release_and_its_own_node_only(fl
         )
 
 
-def test_every_job_still_waits_for_every_hosts_preparation_and_labels(fleets: dict[int, ProgramRun]) -> None:
+def test_every_job_still_waits_for_every_hosts_preparation_and_its_nodes_labels(fleets: dict[int, ProgramRun]) -> None:
     run = fleets[12]
     host_steps = {r.urn for r in run.by_type(COMMAND)}
     node_labels = {r.urn for r in run.by_type(NODE_PATCH) if r.name.startswith("gpu-nodes")}
     assert len(host_steps) >= 12 * 4 and len(node_labels) == 12
+    patch_of = {r.inputs["metadata"]["name"]: r.urn for r in run.by_type(NODE_PATCH)}
     for job in run.by_type(JOB):
         waits_for = _closure(run, job.urn)
         assert host_steps <= waits_for, f"{job.name} may start before a host is prepared"
-        assert node_labels <= waits_for, f"{job.name} may start before a node is labelled"
+        node = job.inputs["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]
+        assert patch_of[node] in waits_for, f"{job.name} may start before its node is labelled"

@@ -16,8 +16,8 @@ Covered outputs:
 "Not available" markers (``N/A``, ``[N/A]``, ``[Not Supported]``...) become ``None``. For MIG modes,
 ``None`` means the GPU has no MIG (a V100 or T4 prints ``[N/A]``).
 
-Product names map to the project's GPU model keys (``components/catalog/gpus.py``) with
-``gpu_model_key``. An unknown product, or a memory size that fits none of the known variants, raises
+Product names map to the project's GPU model keys with ``gpu_model_key``, through the product-name
+families the one GPU table states (``components/catalog/gpus.py``, ``smi_families``). An unknown product, or a memory size that fits none of the known variants, raises
 ``UnknownGpuProductError`` rather than returning ``None``: a wrong or missing model key would pick
 the wrong MIG profiles, so the caller must decide what an unknown GPU means.
 """
@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+
+from components.catalog.gpus import GPU_MODELS
 
 NOT_AVAILABLE = frozenset(
     {
@@ -103,20 +105,24 @@ def _looks_like_error(text: str) -> bool:
 # GPU product name -> project model key
 # ---------------------------------------------------------------------------------------------
 
-# (family pattern, candidate model keys). The order matters: GH200 and H200 NVL before H200. A family with
-# several keys is told apart by memory size; the key's "<n>GB" is what nvidia-smi reports as
-# memory.total in GiB, rounded up (an H200 reports 143771 MiB = 140.4 GiB for "141GB").
-_FAMILIES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
-    (re.compile(r"\bGH200\b"), ("H100-96GB", "GH200-144GB")),  # GH200 96GB shares H100-96GB's MIG table
-    (re.compile(r"\bH200 NVL\b"), ("H200-NVL-141GB",)),  # "NVIDIA H200 NVL"; before the SXM's "NVIDIA H200"
-    (re.compile(r"\bH200\b"), ("H200-141GB",)),
-    (re.compile(r"\bH100\b"), ("H100-80GB", "H100-94GB", "H100-96GB")),
-    (re.compile(r"\bA100\b"), ("A100-40GB", "A100-80GB")),
-    (re.compile(r"\bA30\b"), ("A30-24GB",)),
-    (re.compile(r"\bB200\b"), ("B200-180GB",)),
-    (re.compile(r"\bV100\b"), ("V100-32GB",)),
-    (re.compile(r"\bT4\b"), ("T4-16GB",)),
-)
+
+def _families() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """(family pattern, candidate model keys), built from the one GPU table's ``smi_families``.
+
+    The most specific family first ("H200 NVL" before "H200"; ``\\b`` keeps "GH200" from matching
+    "H200"). A family with several keys is told apart by memory size; the key's "<n>GB" is what
+    nvidia-smi reports as memory.total in GiB, rounded up (an H200 reports 143771 MiB = 140.4 GiB for
+    "141GB").
+    """
+    keys: dict[str, list[str]] = {}
+    for model in GPU_MODELS.values():
+        for family in model.smi_families:
+            keys.setdefault(family, []).append(model.key)
+    order = sorted(keys, key=lambda family: (-len(family), family))
+    return tuple((re.compile(rf"\b{re.escape(family)}\b"), tuple(keys[family])) for family in order)
+
+
+_FAMILIES = _families()
 _KEY_GB = re.compile(r"-(\d+)GB$")
 
 

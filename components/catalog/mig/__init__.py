@@ -1,8 +1,10 @@
-"""MIG catalog: profiles per GPU model, placement, NVIDIA's named configs, mig-parted rendering, planning.
+"""The MIG catalog owns the facts and pure rules of MIG: per GPU model (keyed by the GPU table,
+``components/catalog/gpus.py``) its profiles and placements, NVIDIA's named configs, the mig-parted
+config shape, and the planners that pack a demand onto GPUs (through the one solver call, ``milp.py``).
 
-Pure Python (no Pulumi): the config model, the components, the policies and the CLI
-(``python -m components.catalog.mig``) all ask these functions, so a layout that one accepts the
-others accept too.
+Pure Python (no Pulumi, no I/O at import): the config model, the components, the policies and the
+command line (``tools/mig.py``) all ask these functions, so a layout that one accepts the others
+accept too. Renderers of stack config and command lines live outside (``components/mig``, ``tools``).
 """
 
 from components.catalog.mig.errors import (
@@ -15,6 +17,7 @@ from components.catalog.mig.errors import (
     UnknownMigConfig,
     UnknownMigProfile,
 )
+from components.catalog.mig.milp import SOLVER
 from components.catalog.mig.named_layouts import DEFAULT_CONFIGS, named_layout, named_layout_names
 from components.catalog.mig.parted import (
     DeviceLayout,
@@ -26,7 +29,6 @@ from components.catalog.mig.parted import (
 )
 from components.catalog.mig.placement import PlacedInstance, Placement, is_placeable, place, valid_layouts
 from components.catalog.mig.planner import (
-    SOLVER,
     CurrentGpu,
     MigPlan,
     count_text,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from components.catalog.mig.errors import UnknownMigConfig
 from components.catalog.mig.profiles import MIG_GPUS, mig_gpu
+from components.catalog.names import MIG_ALL_DISABLED
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ _B300 = ("0x318210DE",)
 _GB300 = ("0x31C210DE",)
 
 DEFAULT_CONFIGS: tuple[NamedConfig, ...] = (
-    NamedConfig("all-disabled", (PartedEntry(None, None),)),
+    NamedConfig(MIG_ALL_DISABLED, (PartedEntry(None, None),)),
     NamedConfig("all-enabled", (PartedEntry(None, ()),)),
     # A100-40GB, A800-40GB
     _each("all-1g.5gb", "1g.5gb", 7),

@@ -25,10 +25,11 @@ from components.catalog.gpu_operator_chart import GPU_RESOURCE, mig_resource_nam
 from components.catalog.mig.errors import MigPartedError
 from components.catalog.mig.placement import place
 from components.catalog.mig.profiles import mig_gpu
+from components.catalog.names import MIG_ALL_DISABLED
 
 MigStrategy = Literal["single", "mixed"]
 
-ALL_DISABLED = "all-disabled"
+ALL_DISABLED = MIG_ALL_DISABLED
 # The config name is the value of the node label nvidia.com/mig.config, so it must be a label value.
 _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 

@@ -25,7 +25,7 @@ target, and OR-tools 9.15 cannot be installed beside the Pulumi policy SDK: it n
 pulumi-policy 1.21.0 pins protobuf ~= 5.29.5. scipy needs only numpy (216 MB installed against about
 250 MB for OR-tools with numpy, pandas and protobuf), is BSD-licensed with HiGHS under MIT (OR-tools:
 Apache-2.0), and HiGHS's serial MIP solve is deterministic for the same input. The solver is imported
-only inside ``_solve``, so a stack without ``mig.demand`` never loads scipy.
+only inside ``milp.solve``, so a stack without ``mig.demand`` never loads scipy.
 """
 
 from __future__ import annotations
@@ -37,19 +37,15 @@ from functools import cache
 from types import MappingProxyType
 
 from components.catalog.mig.errors import MigPlanError, UnknownMigProfile
+from components.catalog.mig.milp import INF, SOLVER, Vector, solve
 from components.catalog.mig.placement import Placement, place, valid_layouts
 from components.catalog.mig.profiles import mig_gpu, mig_models
 
-Vector = tuple[int, ...]
 Layout = Mapping[str, int] | None
 # GPUs in place now: (model, layout) for one GPU, or (model, layout, count) for ``count`` identical ones;
 # a layout of None or {} is a GPU with MIG disabled.
 CurrentGpu = tuple[str, Layout] | tuple[str, Layout, int]
 InPlace = Counter[tuple[str, tuple[tuple[str, int], ...]]]  # (model, sorted layout items) -> GPUs
-
-SOLVER = "HiGHS (scipy.optimize.milp)"
-_INF = float("inf")
-TIME_LIMIT_S = 30.0  # far above any solve seen (docs/mig.md); a solve that hits it is reported, not used
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,7 @@ def _fleet(fleet: Mapping[str, int]) -> dict[str, int]:
     return {model: fleet[model] for model in mig_models() if model in fleet}
 
 
-def _names(models: Iterable[str], demand: Mapping[str, int]) -> tuple[str, ...]:
+def profile_names(models: Iterable[str], demand: Mapping[str, int]) -> tuple[str, ...]:
     """Profile names the fleet offers, in catalog order; every demanded name must be among them."""
     names: list[str] = []
     for model in models:
@@ -143,7 +139,8 @@ def _names(models: Iterable[str], demand: Mapping[str, int]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _vector(names: Sequence[str], layout: Layout) -> Vector:
+def layout_vector(names: Sequence[str], layout: Layout) -> Vector:
+    """``layout`` as counts in the order of ``names`` (a disabled GPU is all zeros)."""
     return tuple((layout or {}).get(n, 0) for n in names)
 
 
@@ -173,58 +170,6 @@ def _current(fleet: Mapping[str, int], current: Iterable[CurrentGpu]) -> InPlace
     return counts
 
 
-@dataclass(frozen=True)
-class _Solution:
-    x: tuple[int, ...]
-    objective: int
-    bound: int
-    status: str
-
-
-def _solve(
-    cost: Sequence[int], rows: Sequence[tuple[Sequence[int], float, float]], upper: Sequence[float]
-) -> _Solution | None:
-    """min cost . x over integers 0 <= x <= upper with lb <= row . x <= ub; None when infeasible.
-
-    The solver's answer is re-checked in exact integer arithmetic before it is used, so a numerical
-    slip of the floating-point solver is an error, not a wrong plan.
-    """
-    size = len(cost)
-    if size == 0:  # a fleet of no GPUs: feasible only when nothing is needed
-        feasible = all(lb <= 0 <= ub for _, lb, ub in rows)
-        return _Solution(x=(), objective=0, bound=0, status="no GPUs to choose from") if feasible else None
-    import numpy as np
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    matrix = np.array([row for row, _, _ in rows], dtype=float).reshape(len(rows), size)
-    result = milp(
-        np.array(cost, dtype=float),
-        integrality=np.ones(size),
-        bounds=Bounds(np.zeros(size), np.array(upper, dtype=float)),
-        constraints=[LinearConstraint(matrix, [lb for _, lb, _ in rows], [ub for _, _, ub in rows])] if rows else None,
-        options={"mip_rel_gap": 0.0, "time_limit": TIME_LIMIT_S, "presolve": True},
-    )
-    if result.status == 2:
-        return None
-    if result.status != 0 or result.x is None:
-        raise MigPlanError(
-            f"the MILP solver ({SOLVER}) did not prove an optimum: status {result.status}, {result.message}"
-        )
-    x = tuple(round(v) for v in result.x)
-    exact = all(abs(v - r) < 1e-6 for v, r in zip(result.x, x, strict=True)) and all(
-        0 <= v <= u for v, u in zip(x, upper, strict=True)
-    )
-    exact = exact and all(lb <= sum(a * v for a, v in zip(row, x, strict=True)) <= ub for row, lb, ub in rows)
-    if not exact:
-        raise MigPlanError(
-            f"the MILP solver ({SOLVER}) returned a solution that fails the exact check: {result.message}"
-        )
-    objective = sum(c * v for c, v in zip(cost, x, strict=True))
-    bound = getattr(result, "mip_dual_bound", None)
-    proven = objective if bound is None else int(np.ceil(bound - 1e-6))
-    return _Solution(x=x, objective=objective, bound=proven, status=str(result.message))
-
-
 def count_text(counts: Mapping[str, int], empty: str = "nothing") -> str:
     """``40 x 1g.10gb + 12 x 3g.40gb`` (zero counts left out), as every planner message and print says it."""
     return " + ".join(f"{n} x {name}" for name, n in counts.items() if n) or empty
@@ -250,8 +195,8 @@ def plan_fleet(
     if isinstance(extra_gpus, bool) or not isinstance(extra_gpus, int) or extra_gpus < 0:
         raise MigPlanError(f"extra_gpus must be an integer >= 0, got {extra_gpus!r}")
     sizes = _fleet(fleet)
-    names = _names(sizes, demand)
-    wanted = _vector(names, demand)
+    names = profile_names(sizes, demand)
+    wanted = layout_vector(names, demand)
     in_place = _current(sizes, current)
     current_given = bool(in_place)
 
@@ -267,10 +212,10 @@ def plan_fleet(
     for model, size in sizes.items():
         for (m, key), n in sorted(in_place.items()):
             if m == model and key:
-                columns.append((model, _vector(names, dict(key)), "keep"))
+                columns.append((model, layout_vector(names, dict(key)), "keep"))
                 upper.append(n)
         for layout in maximal_layouts(model):
-            columns.append((model, _vector(names, layout), "new"))
+            columns.append((model, layout_vector(names, layout), "new"))
             upper.append(size)
         if placed[model]:
             columns.append((model, zero, "changes"))
@@ -278,7 +223,7 @@ def plan_fleet(
 
     def coverage_rows(slack: int = 0) -> list[tuple[list[int], float, float]]:
         return [
-            ([vector[i] for _, vector, _ in columns] + [1 if j == i else 0 for j in range(slack)], float(need), _INF)
+            ([vector[i] for _, vector, _ in columns] + [1 if j == i else 0 for j in range(slack)], float(need), INF)
             for i, need in enumerate(wanted)
         ]
 
@@ -292,24 +237,24 @@ def plan_fleet(
                     (1 if kind == "new" else -1 if kind == "changes" else 0) if m == model else 0
                     for m, _, kind in columns
                 ]
-                rows.append((new + [0] * slack, -_INF, float(size - placed[model])))
+                rows.append((new + [0] * slack, -INF, float(size - placed[model])))
         return rows
 
     gpus_row = [0 if kind == "changes" else 1 for _, _, kind in columns]
     base = coverage_rows() + capacity_rows()
-    first = _solve(gpus_row, base, upper)
+    first = solve(gpus_row, base, upper)
     if first is None:
         raise MigPlanError(_shortfall(names, wanted, sizes, columns, upper, capacity_rows, coverage_rows))
     solution, status, bound = first, first.status, first.bound
     if current_given:
         limit = first.objective + extra_gpus
         changes_row = [1 if kind == "changes" else 0 for _, _, kind in columns]
-        second = _solve(changes_row, [*base, (gpus_row, 0.0, float(limit))], upper)
+        second = solve(changes_row, [*base, (gpus_row, 0.0, float(limit))], upper)
         if second is None:  # cannot happen: the first solution is feasible here
             raise MigPlanError(f"the MILP solver ({SOLVER}) lost the plan of {first.objective} GPUs")
         solution = second
         if extra_gpus:  # the trade-off allowed more GPUs: now the fewest GPUs at that number of changes
-            third = _solve(gpus_row, [*base, (changes_row, 0.0, float(second.objective))], upper)
+            third = solve(gpus_row, [*base, (changes_row, 0.0, float(second.objective))], upper)
             solution = third or second
     gpus, flags = _ordered(names, _trimmed(wanted, columns, solution.x), in_place, sizes)
     return MigPlan(
@@ -334,14 +279,14 @@ def _shortfall(
     coverage_rows: Callable[[int], list[tuple[list[int], float, float]]],
 ) -> str:
     """The refusal: GPUs the demand needs without the fleet's limit, and what the full fleet leaves missing."""
-    every = [_vector(names, layout) for model in sizes for layout in maximal_layouts(model)]
+    every = [layout_vector(names, layout) for model in sizes for layout in maximal_layouts(model)]
     cover = [([v[i] for v in every], float(need), float("inf")) for i, need in enumerate(wanted)]
-    unlimited = _solve([1] * len(every), cover, [float("inf")] * len(every))
+    unlimited = solve([1] * len(every), cover, [float("inf")] * len(every))
     if unlimited is None:  # cannot happen: every demanded profile fits alone on a GPU of some model
         raise MigPlanError("the MILP solver found no plan even for an unlimited fleet")
     slack = [1] * len(names)
     rows = coverage_rows(len(names)) + capacity_rows(len(names))
-    missing = _solve([0] * len(columns) + slack, rows, [*upper, *wanted])
+    missing = solve([0] * len(columns) + slack, rows, [*upper, *wanted])
     short = {} if missing is None else dict(zip(names, missing.x[len(columns) :], strict=True))
     fleet = sum(sizes.values())
     demand = dict(zip(names, wanted, strict=True))
@@ -397,7 +342,7 @@ def _ordered(
     merged: Counter[tuple[str, Vector]] = Counter()
     for model, vector, _, n in groups:
         merged[(model, vector)] += n
-    left = Counter({(m, _vector(names, dict(key))): n for (m, key), n in in_place.items()})
+    left = Counter({(m, layout_vector(names, dict(key))): n for (m, key), n in in_place.items()})
     free = {model: size - sum(n for (m, _), n in in_place.items() if m == model) for model, size in sizes.items()}
     runs: list[tuple[str, Vector, bool, int]] = []
     for (model, vector), n in merged.items():

@@ -5,7 +5,7 @@ GPUs one by one: every node of a pool carries the same ``nvidia.com/mig.config``
 labels all its nodes alike; a bare-metal node is a pool of one), and that config may give each GPU
 *index* its own layout. So the program needs, per pool, one layout per GPU index, the same on every
 node of the pool. That is again a small integer program, solved with the same MILP solver
-(``planner._solve``: HiGHS through ``scipy.optimize.milp``, answer re-checked in integers):
+(``milp.solve``: HiGHS through ``scipy.optimize.milp``, silent, answer re-checked in integers):
 
 - Variables ``y[p, L]``: GPUs per node of pool ``p`` cut in layout ``L``, where ``L`` ranges over the
   model's *maximal* layouts (nothing more fits: no slice is left idle), the layouts the pool has in
@@ -14,9 +14,11 @@ node of the pool. That is again a small integer program, solved with the same MI
 - Coverage: ``sum_p nodes_p * sum_L y[p, L] * L[profile] >= demand[profile]`` for every profile.
 - Objective: the fewest partitioned GPUs, ``sum_p nodes_p * sum_{L partitioned} y[p, L]``; the rest of
   the fleet keeps whole GPUs for jobs that want them.
-- Stability, when layouts are in place (the recorded previous plan): a second solve keeps the GPU count
-  at the optimum and maximises the GPUs left as they are (``z[p, L] <= y[p, L]``, ``z[p, L] <=`` GPUs
-  per node in ``L`` now), since re-partitioning a GPU evicts its workloads.
+- Stability: a second solve keeps the GPU count at the optimum and maximises the GPUs left as they are
+  (``z[p, L] <= y[p, L]``, ``z[p, L] <=`` GPUs per node in ``L`` now), counted over EVERY pool, since
+  re-partitioning a GPU evicts its workloads. What a pool holds now is its recorded layouts (the
+  previous plan) or, with nothing recorded, whole GPUs (``in_place`` says why): so cutting a GPU of an
+  unrecorded pool costs as much as re-cutting a recorded one, and neither is preferred for free.
 
 GPU indexes are then assigned so that a GPU keeps its index where its layout survives.
 """
@@ -29,21 +31,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from components.catalog.mig.errors import MigPlanError
+from components.catalog.mig.milp import INF, SOLVER, Row, Vector, solve
 from components.catalog.mig.placement import place
 from components.catalog.mig.planner import (
-    SOLVER,
     Layout,
-    Vector,
-    _names,
-    _solve,
-    _vector,
     count_text,
+    layout_vector,
     lower_bound,
     maximal_layouts,
+    profile_names,
 )
 from components.catalog.mig.profiles import mig_gpu
-
-_INF = float("inf")
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,20 @@ class PoolShape:
     model: str
     nodes: int
     gpus_per_node: int
-    current: tuple[Layout, ...] | None = None  # per GPU index; None: nothing recorded, every GPU is free
+    current: tuple[Layout, ...] | None = None  # per GPU index; None: nothing recorded (see ``in_place``)
+
+
+def in_place(pool: PoolShape) -> tuple[Layout, ...]:
+    """What each GPU index of the pool's nodes holds now, as far as the plan can know.
+
+    The recorded layouts; with nothing recorded, every GPU is taken as MIG-disabled (None): that is
+    what a MIG-capable node without a ``nvidia.com/mig.config`` label gets, since the GPU Operator
+    labels it ``all-disabled`` when ``migManager.config.default`` is ``all-disabled``, the chart's
+    default (NVIDIA/gpu-operator v26.7.0 ``controllers/nodelabeling_controller.go``, ``migConfigDisabledValue``;
+    ``deployments/gpu-operator/values.yaml`` ``migManager.config.default``). So an unrecorded GPU
+    left whole is not re-cut, and one the plan partitions is.
+    """
+    return pool.current if pool.current is not None else (None,) * pool.gpus_per_node
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,7 @@ class PoolLayouts:
     model: str
     nodes: int
     gpu_layouts: tuple[Mapping[str, int] | None, ...]
-    changed: tuple[bool, ...]  # per GPU index: its layout differs from the recorded one (or nothing was recorded)
+    changed: tuple[bool, ...]  # per GPU index: its layout differs from the one in place (``in_place``)
 
     @property
     def partitioned_gpus(self) -> int:
@@ -134,30 +145,29 @@ def plan_pools(demand: Mapping[str, int], pools: Sequence[PoolShape]) -> PoolsPl
     """
     _check(pools)
     models = list(dict.fromkeys(pool.model for pool in pools))
-    names = _names(models, demand)
-    wanted = _vector(names, demand)
+    names = profile_names(models, demand)
+    wanted = layout_vector(names, demand)
     zero: Vector = tuple(0 for _ in names)
 
-    # Columns: (pool index, layout vector, kind); kind "use" is y[p, L], kind "keep" is z[p, L].
+    # Columns: (pool index, layout vector, kind); kind "use" is y[p, L], kind "keep" is z[p, L]. Every pool
+    # has GPUs in place: its recorded layouts, or, with nothing recorded, whole GPUs (``in_place``).
     columns: list[tuple[int, Vector, str]] = []
     upper: list[float] = []
-    now: list[Counter[Vector]] = []
     for index, pool in enumerate(pools):
-        in_place = Counter(_vector(names, layout) for layout in pool.current or ())
-        now.append(in_place)
-        layouts = dict.fromkeys([zero, *(_vector(names, m) for m in maximal_layouts(pool.model)), *sorted(in_place)])
+        now = Counter(layout_vector(names, layout) for layout in in_place(pool))
+        layouts = dict.fromkeys([zero, *(layout_vector(names, m) for m in maximal_layouts(pool.model)), *sorted(now)])
         for vector in layouts:
             columns.append((index, vector, "use"))
             upper.append(pool.gpus_per_node)
-        for vector, count in sorted(in_place.items()):
+        for vector, count in sorted(now.items()):
             columns.append((index, vector, "keep"))
             upper.append(count)
     current_given = any(pool.current is not None for pool in pools)
 
-    rows: list[tuple[list[int], float, float]] = []
+    rows: list[Row] = []
     for i, need in enumerate(wanted):
         coverage = [pools[p].nodes * v[i] if kind == "use" else 0 for p, v, kind in columns]
-        rows.append((coverage, float(need), _INF))
+        rows.append((coverage, float(need), INF))
     for index, pool in enumerate(pools):
         rows.append(
             (
@@ -169,16 +179,19 @@ def plan_pools(demand: Mapping[str, int], pools: Sequence[PoolShape]) -> PoolsPl
     for c, (p, vector, kind) in enumerate(columns):  # z[p, L] <= y[p, L]
         if kind == "keep":
             use = columns.index((p, vector, "use"))
-            rows.append(([1 if j == c else -1 if j == use else 0 for j in range(len(columns))], -_INF, 0.0))
+            rows.append(([1 if j == c else -1 if j == use else 0 for j in range(len(columns))], -INF, 0.0))
 
     gpus_row = [pools[p].nodes if kind == "use" and any(v) else 0 for p, v, kind in columns]
-    first = _solve(gpus_row, rows, upper)
+    first = solve(gpus_row, rows, upper)
     if first is None:
         raise MigPlanError(_shortfall(names, wanted, pools, columns, rows, upper))
     solution = first
-    if current_given:
+    # With every GPU in place whole, a GPU is re-cut exactly when it is partitioned: the first answer is
+    # already the one that re-cuts fewest. Otherwise a second solve, at the same GPU count, keeps the most
+    # GPUs of every pool, recorded or not, as they are.
+    if any(layout for pool in pools for layout in in_place(pool)):
         kept_row = [-pools[p].nodes if kind == "keep" else 0 for p, _, kind in columns]
-        second = _solve(kept_row, [*rows, (gpus_row, 0.0, float(first.objective))], upper)
+        second = solve(kept_row, [*rows, (gpus_row, 0.0, float(first.objective))], upper)
         if second is None:  # cannot happen: the first solution is feasible here
             raise MigPlanError(f"the MILP solver ({SOLVER}) lost the plan of {first.objective} GPUs")
         solution = second
@@ -201,18 +214,17 @@ def _indexed(names: Sequence[str], pool: PoolShape, chosen: Counter[Vector]) -> 
     """Layouts by GPU index: a GPU keeps its index where its recorded layout survives, the rest in order."""
     left = Counter(chosen)
     slots: list[Vector | None] = [None] * pool.gpus_per_node
-    current = [_vector(names, layout) for layout in pool.current] if pool.current is not None else None
-    if current is not None:
-        # Partitioned GPUs keep their layout first; whole GPUs stay whole from the highest index down, so
-        # the GPUs a change newly cuts are the lowest free indexes (a tidy ``GPUs 0-2`` instead of 0-1 and 7).
-        order = [i for i, v in enumerate(current) if any(v)] + [
-            i for i, v in reversed(list(enumerate(current))) if not any(v)
-        ]
-        for index in order:
-            vector = current[index]
-            if left[vector]:
-                slots[index] = vector
-                left[vector] -= 1
+    current = [layout_vector(names, layout) for layout in in_place(pool)]
+    # Partitioned GPUs keep their layout first; whole GPUs stay whole from the highest index down, so the
+    # GPUs a change newly cuts are the lowest free indexes (a tidy ``GPUs 0-2`` instead of 0-1 and 7).
+    order = [i for i, v in enumerate(current) if any(v)] + [
+        i for i, v in reversed(list(enumerate(current))) if not any(v)
+    ]
+    for index in order:
+        vector = current[index]
+        if left[vector]:
+            slots[index] = vector
+            left[vector] -= 1
     rest = sorted(left.elements(), key=lambda v: (not any(v), tuple(-c for c in reversed(v))))
     filled = [slot if slot is not None else rest.pop(0) for slot in slots]
     layouts: list[Mapping[str, int] | None] = []
@@ -220,7 +232,7 @@ def _indexed(names: Sequence[str], pool: PoolShape, chosen: Counter[Vector]) -> 
     for index, vector in enumerate(filled):
         layout = {n: c for n, c in zip(names, vector, strict=True) if c}
         layouts.append(dict(place(pool.model, layout).layout) if layout else None)
-        changed.append(vector != current[index] if current is not None else bool(layout))
+        changed.append(vector != current[index])
     return PoolLayouts(pool.name, pool.model, pool.nodes, tuple(layouts), tuple(changed))
 
 
@@ -229,7 +241,7 @@ def _shortfall(
     wanted: Vector,
     pools: Sequence[PoolShape],
     columns: Sequence[tuple[int, Vector, str]],
-    rows: Sequence[tuple[list[int], float, float]],
+    rows: Sequence[Row],
     upper: Sequence[float],
 ) -> str:
     """The refusal: what the demand needs, what the pools have, and what stays missing with all of them cut."""
@@ -238,7 +250,7 @@ def _shortfall(
         ([*row, *(1 if j == i else 0 for j in range(slack))] if i < slack else [*row, *[0] * slack], lb, ub)
         for i, (row, lb, ub) in enumerate(rows)
     ]
-    missing = _solve([0] * len(columns) + [1] * slack, widened, [*upper, *wanted])
+    missing = solve([0] * len(columns) + [1] * slack, widened, [*upper, *wanted])
     short = {} if missing is None else {n: m for n, m in zip(names, missing.x[len(columns) :], strict=True) if m}
     demand = {n: c for n, c in zip(names, wanted, strict=True) if c}
     have = sum(pool.nodes * pool.gpus_per_node for pool in pools)

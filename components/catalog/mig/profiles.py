@@ -68,9 +68,9 @@ class MigGpu:
     model: str
     geometry: Geometry
     profiles: tuple[Profile, ...]
-    # PCI device ids in the form NVIDIA's mig-parted `device-filter` uses ("0xDDDDVVVV", vendor 10DE).
+    # PCI device ids in the form NVIDIA's mig-parted `device-filter` uses ("0xDDDDVVVV", vendor 10DE); the
+    # boards they belong to are named in the GPU table (catalog.gpus, ``GpuModel.boards``).
     pci_device_ids: tuple[str, ...]
-    products: tuple[str, ...]
     source: str
 
     def profile(self, name: str) -> Profile:
@@ -140,7 +140,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         FOUR_SLICE,
         _A30_PROFILES,
         ("0x20B710DE",),  # gpu-operator default config, all-balanced "A30-24GB" filter
-        ("A30-PCIE-24GB",),
         "MIG guide A30 table; A30 lgip/lgipp output; go-nvml a30.go mock",
     ),
     MigGpu(
@@ -150,7 +149,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         # profile 15 as {0,2,4,6}:2, i.e. two memory slices; placement uses the lgipp fact.
         _seven_slice_profiles("5gb", "10gb", "20gb", "40gb"),
         ("0x20B010DE", "0x20B110DE", "0x20F110DE", "0x20F610DE"),  # gpu-operator filter "A100-40GB, A800-40GB"
-        ("A100-SXM4-40GB", "A100-PCIE-40GB", "A800-40GB"),
         "MIG guide A100-40GB table + lgipp example; gpu-operator default-mig-parted-config",
     ),
     MigGpu(
@@ -161,7 +159,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         # go-nvml mock: 0x20B2 A100-SXM4-80GB, 0x20B5 A100-PCIE-80GB; 0x20F3 / 0x20F5 are the A800-80GB
         # ids of the gpu-operator filter "H100-80GB, H800-80GB, A100-80GB, A800-80GB".
         ("0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"),
-        ("A100-SXM4-80GB", "A100-PCIE-80GB", "A800-80GB"),
         "MIG guide A100 note; gpu-operator default-mig-parted-config",
     ),
     MigGpu(
@@ -171,7 +168,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         # gpu-operator filter "H100-80GB, H800-80GB, ...": 0x2330 H100 SXM5 80GB HBM3, 0x2331 H100 PCIe,
         # 0x2322 / 0x2324 H800.
         ("0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"),
-        ("H100-SXM5-80GB", "H100-PCIE-80GB", "H800-80GB"),
         "MIG guide H100 table; gpu-operator default-mig-parted-config",
     ),
     MigGpu(
@@ -181,7 +177,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         # the guide's H100 94GB table was not retrieved. IDs assumed equal to the 7-slice class.
         _seven_slice_profiles("12gb", "24gb", "47gb", "94gb"),
         ("0x232110DE", "0x233A10DE"),  # gpu-operator filter "H100 NVL, H800 NVL"
-        ("H100 NVL", "H800 NVL"),
         "gpu-operator default-mig-parted-config (H100 NVL entries)",
     ),
     MigGpu(
@@ -192,8 +187,8 @@ _CATALOG: tuple[MigGpu, ...] = (
         # "H100 NVL, H800 NVL, GH200"; NVIDIA/mig-parted pkg/mig/builder tests list 1g.12gb+me for
         # "H100-96GB" too. So +me is included here (the shared profile table omitted it).
         _seven_slice_profiles("12gb", "24gb", "48gb", "96gb"),
-        ("0x234210DE", "0x233D10DE", "0x20B610DE", "0x232910DE"),  # gpu-operator filter, same order
-        ("GH200 96GB", "H100 96GB", "PG506-96GB", "H20"),
+        # The gpu-operator filter, in the order of the boards (gpus.py).
+        ("0x234210DE", "0x233D10DE", "0x20B610DE", "0x232910DE"),
         "gpu-operator default-mig-parted-config (H100-96GB / GH200-96GB entries)",
     ),
     # The two H200 boards share one profile table but not one device id, and NVIDIA's default config
@@ -206,7 +201,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         SEVEN_SLICE,
         _seven_slice_profiles("18gb", "35gb", "71gb", "141gb"),  # MIG guide H200 table
         ("0x233510DE",),  # gpu-operator filters "H200 141GB" / "H200-141GB"
-        ("H200-SXM5-141GB",),
         "MIG guide H200 table; gpu-operator default-mig-parted-config",
     ),
     MigGpu(
@@ -215,7 +209,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         # Same table: NVIDIA's all-balanced gives both ids 1g.18gb / 2g.35gb / 3g.71gb.
         _seven_slice_profiles("18gb", "35gb", "71gb", "141gb"),
         ("0x233B10DE",),  # gpu-operator filter "H200 141GB, H200 NVL", second id
-        ("H200 NVL",),
         "MIG guide H200 table; gpu-operator default-mig-parted-config (all-balanced H200 NVL entry)",
     ),
     MigGpu(
@@ -225,7 +218,6 @@ _CATALOG: tuple[MigGpu, ...] = (
         # all-1g.36gb ... all-7g.144gb under "GH200 144G HBM3e".
         _seven_slice_profiles("18gb", "36gb", "72gb", "144gb"),
         ("0x234810DE",),  # gpu-operator all-balanced filter "GH200 144G HBM3e"
-        ("GH200 144GB HBM3e",),
         "gpu-operator default-mig-parted-config (GH200 144G HBM3e entries)",
     ),
     MigGpu(
@@ -233,12 +225,20 @@ _CATALOG: tuple[MigGpu, ...] = (
         SEVEN_SLICE,
         _seven_slice_profiles("23gb", "45gb", "90gb", "180gb"),  # MIG guide B200 table
         ("0x290110DE",),  # gpu-operator all-balanced filter "B200"
-        ("B200",),
         "MIG guide B200 table; gpu-operator default-mig-parted-config",
     ),
 )
 
 MIG_GPUS: Mapping[str, MigGpu] = MappingProxyType({gpu.model: gpu for gpu in _CATALOG})
+
+# The GPU table (catalog.gpus) says which models can do MIG; this table only adds their MIG facts, keyed
+# by the same keys. A model here that the GPU table does not know, or a MIG-capable model without facts
+# here, is a catalog bug: refuse to import rather than answer differently in two places.
+_MIG_CAPABLE = tuple(key for key, model in GPU_MODELS.items() if model.mig_capable)
+if tuple(MIG_GPUS) != _MIG_CAPABLE:
+    raise AssertionError(
+        f"MIG table keys {tuple(MIG_GPUS)} differ from the GPU table's MIG-capable models {_MIG_CAPABLE}"
+    )
 
 
 def mig_models() -> tuple[str, ...]:
@@ -252,10 +252,8 @@ def is_mig_capable(model: str) -> bool:
     Raises ``UnknownGpuModel`` for a key the project does not know, rather than answering False:
     a typo must not quietly turn into "this GPU has no MIG".
     """
-    if model in MIG_GPUS:
-        return True
     if model in GPU_MODELS:
-        return False
+        return GPU_MODELS[model].mig_capable
     raise UnknownGpuModel(
         f"unknown GPU model {model!r}; known models: {', '.join(GPU_MODELS)}; MIG-capable: {', '.join(MIG_GPUS)}"
     )

@@ -1,4 +1,4 @@
-"""A YAML reader for stack files that refuses what the Pulumi CLI refuses or cannot mean.
+"""A YAML reader for the files the program reads (stack files, the recorded MIG plan) that refuses what YAML hides.
 
 PyYAML's ``safe_load`` silently keeps the last of two duplicate keys, turns ``2024-01-01`` into a
 date and ``!!binary``/``!!set`` into non-JSON types, and expands aliases without bound (an alias bomb
@@ -6,6 +6,11 @@ runs for minutes and takes gigabytes). Stack config is JSON-shaped and the CLI r
 keys, so this reader allows exactly that: mappings with string keys, sequences, strings, numbers,
 booleans and null, bounded in depth and in the size aliases expand to. Every refusal carries the
 line and column of the offending node.
+
+It lives in ``components.base`` because both the offline preview (``preview/stack_file.py``, the stack
+file) and the program (``components/mig/recorded.py``, ``mig-plans/<stack>.yaml``) read with it;
+``load_with_lines`` also says on which line each key was written, so a check made after loading can
+still name the line.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ MAX_DEPTH = 64  #: nesting levels a stack file may use (the deepest real key pat
 #: YAML libraries bound alias bombs, not on the number of alias uses: a 1,000-node stack that shares its
 #: taints through one anchor is ~60,000 values; seven nested 9-fold aliases are 4.8 million.
 MAX_EXPANDED_NODES = 200_000
+
+#: What the duplicate-key refusal adds for a stack file (``load``); other files pass their own note.
+STACK_FILE_DUPLICATE_NOTE = " and the Pulumi CLI refuses the file"
 
 _NOT_JSON = {
     "tag:yaml.org,2002:timestamp": "a YAML date or timestamp",
@@ -47,6 +55,9 @@ def _where(node: Node) -> tuple[int, int]:
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader with duplicate keys, non-string keys and non-JSON types refused."""
 
+    #: Said after a duplicate key: who else refuses the file (the Pulumi CLI, for a stack file).
+    duplicate_note = STACK_FILE_DUPLICATE_NOTE
+
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[str, int] = {}
         for key_node, _ in node.value:
@@ -57,8 +68,7 @@ class _StrictLoader(yaml.SafeLoader):
             if key in seen:
                 line, column = _where(key_node)
                 raise StrictYamlError(
-                    f"duplicate key {key!r} (first at line {seen[key]}); YAML keeps only one of them and the "
-                    "Pulumi CLI refuses the file",
+                    f"duplicate key {key!r} (first at line {seen[key]}); YAML keeps only one of them{self.duplicate_note}",
                     line,
                     column,
                 )
@@ -144,10 +154,77 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
+KeyPath = tuple[str | int, ...]
+
+
 def load(text: str) -> Any:
     """The one document of ``text`` as plain JSON-shaped data; ``StrictYamlError`` otherwise."""
+    return _read(text, None, STACK_FILE_DUPLICATE_NOTE)
+
+
+def load_with_lines(text: str, duplicate_note: str = "") -> tuple[Any, dict[KeyPath, int]]:
+    """``load``, and the 1-based line of every key path written: ``("pools", "a", "gpus", 1)`` -> line.
+
+    A mapping entry's line is its key's line; a sequence item's line is where the item starts. The root
+    is ``()``. An alias's contents are not listed under the alias (they were written at the anchor).
+    ``duplicate_note`` is appended to a duplicate key's refusal (say what the reader does with the file).
+    """
+    lines: dict[KeyPath, int] = {}
+    return _read(text, lines, duplicate_note), lines
+
+
+def _note_lines(root: Node, lines: dict[KeyPath, int]) -> None:
+    """Fill ``lines`` from the composed node tree (each distinct node visited once: aliases are not expanded)."""
+    seen: set[int] = set()
+    pending: list[tuple[KeyPath, Node, int]] = [((), root, root.start_mark.line + 1)]
+    while pending:
+        path, node, line = pending.pop()
+        lines.setdefault(path, line)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, ScalarNode):
+                    pending.append(((*path, key_node.value), value_node, key_node.start_mark.line + 1))
+        elif isinstance(node, SequenceNode):
+            for index, item in enumerate(node.value):
+                pending.append(((*path, index), item, item.start_mark.line + 1))
+
+
+def key_path_at(text: str, line: int) -> KeyPath | None:
+    """The key path of the mapping key written on ``line`` (1-based), e.g. the second of two duplicate keys.
+
+    For naming the key of a refusal that came before the document could be built (``StrictYamlError``
+    has the line only). Composes the text without building it; None where no key starts on that line or
+    the text cannot be composed.
+    """
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    seen: set[int] = set()
+    pending: list[tuple[KeyPath, Node]] = [((), root)] if root is not None else []
+    while pending:
+        path, node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, ScalarNode):
+                    if key_node.start_mark.line + 1 == line:
+                        return (*path, key_node.value)
+                    pending.append(((*path, key_node.value), value_node))
+        elif isinstance(node, SequenceNode):
+            pending.extend(((*path, index), item) for index, item in enumerate(node.value))
+    return None
+
+
+def _read(text: str, lines: dict[KeyPath, int] | None, duplicate_note: str) -> Any:
     try:
         loader = _StrictLoader(text)
+        loader.duplicate_note = duplicate_note
     except yaml.YAMLError as error:  # ReaderError: a NUL byte or another unprintable character
         raise StrictYamlError(_reader_message(text, error), *_reader_position(text, error)) from None
     try:
@@ -156,7 +233,10 @@ def load(text: str) -> Any:
         if root is None:
             return None
         _check_shape(root)
-        return loader.construct_document(root)
+        document = loader.construct_document(root)
+        if lines is not None:
+            _note_lines(root, lines)
+        return document
     except StrictYamlError:
         raise
     except yaml.MarkedYAMLError as error:

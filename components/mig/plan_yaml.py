@@ -1,5 +1,9 @@
 """A MIG plan as stack config to paste: the ``mig.demand`` block and one ``mig`` block per node.
 
+Here, not in the catalog: it renders this capability's config shape (``components/mig/config.py``),
+and the catalog holds facts and pure rules, not renderers. ``tools/mig.py`` (``plan --format yaml``)
+prints it.
+
 The planner answers per GPU; a stack configures MIG per node (``custom`` when every GPU of the node
 has the same layout, ``perGpu`` otherwise, GPUs not listed staying whole). This module cuts the
 plan's GPUs of each model into nodes of ``gpus_per_node`` and writes each node's block in exactly
@@ -13,8 +17,11 @@ from typing import Any
 
 import yaml
 
-from components.catalog.mig.planner import SOLVER, MigPlan, count_text
-from components.catalog.mig.profiles import mig_gpu
+from components.catalog.mig import SOLVER, MigPlan, count_text, mig_gpu
+
+#: How a user runs the MIG command line (``tools/mig.py``), which prints this module's YAML; the demand
+#: check quotes it, so the command is named here once.
+MIG_COMMAND = "python -m tools.mig"
 
 
 def node_blocks(plan: MigPlan, gpus_per_node: int) -> list[tuple[str, int, dict[str, Any]]]:

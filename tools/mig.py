@@ -1,10 +1,14 @@
-"""Command line for the MIG catalog: list profiles, check one GPU's layout, plan a demand.
+"""Command line for MIG: list a model's profiles, check one GPU's layout, plan a demand.
 
-    python -m components.catalog.mig profiles --model H100-80GB
-    python -m components.catalog.mig check --model A100-80GB 4g.40gb=1 3g.40gb=1
-    python -m components.catalog.mig plan --model H100-80GB --gpus 16 1g.10gb=10 3g.40gb=3
-    python -m components.catalog.mig plan --fleet A100-80GB=8 --fleet H100-80GB=16 1g.10gb=40 7g.80gb=4
-    python -m components.catalog.mig plan --model H100-80GB --gpus 16 --format yaml 1g.10gb=40 3g.40gb=12
+    python -m tools.mig profiles --model H100-80GB
+    python -m tools.mig check --model A100-80GB 4g.40gb=1 3g.40gb=1
+    python -m tools.mig plan --model H100-80GB --gpus 16 1g.10gb=10 3g.40gb=3
+    python -m tools.mig plan --fleet A100-80GB=8 --fleet H100-80GB=16 1g.10gb=40 7g.80gb=4
+    python -m tools.mig plan --model H100-80GB --gpus 16 --format yaml 1g.10gb=40 3g.40gb=12
+
+A tool, not a fact: it asks the MIG catalog (``components.catalog.mig``) and prints stack config
+through ``components.mig.plan_yaml``, and nothing in the product imports it. The solver prints
+nothing on stdout (``components.catalog.mig.milp``), so ``--format yaml`` can be pasted as it is.
 
 ``--format yaml`` prints one ``mig`` block per node (``--gpus-per-node``, default 8), ready to paste
 as a node's ``mig`` key, after the ``mig.demand`` block that makes the stack check the demand.
@@ -20,11 +24,18 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from components.catalog.mig.errors import MigError, MigLayoutError, MigPlanError, UnknownMigProfile
-from components.catalog.mig.placement import Placement, place
-from components.catalog.mig.plan_yaml import plan_yaml
-from components.catalog.mig.planner import MigPlan, plan_fleet
-from components.catalog.mig.profiles import mig_gpu
+from components.catalog.mig import (
+    MigError,
+    MigLayoutError,
+    MigPlan,
+    MigPlanError,
+    Placement,
+    UnknownMigProfile,
+    mig_gpu,
+    place,
+    plan_fleet,
+)
+from components.mig.plan_yaml import MIG_COMMAND, plan_yaml
 
 EXIT_REFUSED = 1
 EXIT_BAD_INPUT = 2
@@ -115,7 +126,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m components.catalog.mig", description="MIG profiles, placement and planning.")
+    parser = _Parser(prog=MIG_COMMAND, description="MIG profiles, placement and planning.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     profiles = commands.add_parser("profiles", help="list a model's GPU-instance profiles")

@@ -1,1 +1,0 @@
-"""Tests of host driver removal (mirrors the package layout)."""
