@@ -362,7 +362,10 @@ RULES: list[tuple[str, Rule]] = [
     ("gpuOperator.scopeNfdToGpuNodes", boolean()),
     ("gpuOperator.prometheusOperator", boolean()),
     ("gpuOperator.migManager", boolean()),
-    ("mig.configMapName", Rule("a DNS-1123 subdomain (ConfigMap name)", _DNS_LABEL, _BAD_NAME.filter(lambda n: len(n) < 64))),
+    (
+        "mig.configMapName",
+        Rule("a DNS-1123 subdomain (ConfigMap name)", _DNS_LABEL, _BAD_NAME.filter(lambda n: len(n) < 64)),
+    ),
     ("mig.withReboot", boolean()),
     ("nodeAgent.namespace", dns_label()),
     (
