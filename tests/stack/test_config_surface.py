@@ -416,7 +416,7 @@ CONTEXTUAL: dict[str, str] = {
     "*.driver.cuda": "at least cuda.version: tests/stack/test_canary_drivers.py",
     "*.driver.usePrecompiled": "precompiled images carry branch versions: tests/stack/test_bad_input_classes.py",
     "*.driver.canary": "not every pool a canary: tests/stack/test_bad_input_classes.py",
-    "*.hostDriverRemoval": "runc_drivers_cuda groups and Kubernetes 1.30: tests/host_driver_removal",
+    "*.hostDriverRemoval": "runc_drivers_cuda groups and Kubernetes 1.30: tests/node_agent, tests/yandex",
     "bareMetal.nodes.[].driver.*": "a node's own driver needs driverless hosts: tests/stack/test_bare_metal_drivers.py",
     "bareMetal.nodes.[].name": "a node name, unique: tests/bare_metal",
     "bareMetal.nodes.[].gpus": "the model's GPUs per node: tests/bare_metal",
