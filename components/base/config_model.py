@@ -101,6 +101,11 @@ def _walk(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...],
             current = members[part]
             index += 1
             continue
+        if members is None and typing.get_origin(current) in (Union, types.UnionType) and isinstance(part, str):
+            # A scalar union (``int | str``): pydantic names the member it tried (``int``, ``constrained-str``);
+            # the user wrote the key above it, so the member's name is no part of the key path.
+            current, index = None, index + 1
+            continue
         clean.append(part)
         if isinstance(current, type) and issubclass(current, BaseModel):
             owner = current
@@ -146,7 +151,25 @@ def problems_from_validation_error(
         else:
             message = f"{item['msg']} (got {value!r})" if not isinstance(value, dict) else item["msg"]
         problems.append(Problem(path, message))
-    return problems
+    return _one_per_union(problems)
+
+
+def _one_per_union(problems: list[Problem]) -> list[Problem]:
+    """The members' refusals of one value of a scalar union, as one problem: what each member expected."""
+    merged: dict[str, list[str]] = {}
+    for problem in problems:
+        merged.setdefault(problem.path, []).append(problem.message)
+    result: list[Problem] = []
+    for path, messages in merged.items():
+        got = [m for m in messages if m.startswith("Input should be ")]
+        if len(got) > 1:
+            expected = " or ".join(m.removeprefix("Input should be ").split(" (got ")[0] for m in got)
+            tail = got[0].partition(" (got ")[2]
+            messages = [m for m in messages if m not in got] + [
+                f"Input should be {expected}" + (f" (got {tail}" if tail else "")
+            ]
+        result.extend(Problem(path, message) for message in dict.fromkeys(messages))
+    return result
 
 
 def label_problems(labels: dict[str, str], path: str) -> Iterator[Problem]:

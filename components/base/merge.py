@@ -6,6 +6,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from components.base.problems import shown_key
+
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``override`` laid over it; neither argument is changed, nothing is shared with them.
@@ -31,11 +33,12 @@ def spells_out(node: Any, rest: str) -> bool:
     if not rest:
         return True
     if isinstance(node, Mapping):
-        keys = [k for k in node if isinstance(k, str) and (rest == k or rest.startswith((f"{k}.", f"{k}[")))]
+        shown = {shown_key(k): k for k in node if isinstance(k, str)}
+        keys = [k for k in shown if rest == k or rest.startswith((f"{k}.", f"{k}["))]
         if not keys:
             return False
         key = max(keys, key=len)
-        return spells_out(node[key], rest[len(key) :].removeprefix("."))
+        return spells_out(node[shown[key]], rest[len(key) :].removeprefix("."))
     if isinstance(node, list):
         index, closing, tail = rest.removeprefix("[").partition("]")
         if not rest.startswith("[") or not closing or not index.isdigit() or int(index) >= len(node):

@@ -516,3 +516,47 @@ def test_an_invalid_value_is_refused_at_the_key_the_file_has(
     assert any(p.path == key or p.path.startswith((f"{key}[", f"{key}.")) for p in problems), (key, value, problems)
     absent = [p for p in problems if not spells_out(raw, p.path)]
     assert absent == [], f"refusals name keys the file does not have: {absent}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Any junk anywhere in the files as written: no refusal names a key the file does not have
+
+
+def _file_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    paths: list[tuple[Any, ...]] = []
+    for key, value in items:
+        paths.append((*prefix, key))
+        paths.extend(_file_paths(value, (*prefix, key)))
+    return paths
+
+
+WRITTEN = [(stack, path) for stack in STACKS for path in _file_paths(stack_raw(stack, expand_defaults=False))]
+_JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**13),
+    st.text(max_size=10),
+    st.lists(st.text(max_size=6), max_size=2),
+    st.dictionaries(st.text(max_size=6), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
+@given(leaf=st.sampled_from(WRITTEN), value=_JUNK)
+def test_no_refusal_names_a_key_the_file_does_not_have(leaf: tuple[str, tuple[Any, ...]], value: Any) -> None:
+    stack, path = leaf
+    raw = _mutated(stack, path, value)
+    try:
+        plan_raw(raw)
+    except StackConfigError as error:
+        # A key the file lacks is named only to say it must be written: "is required", or "set <that key>"
+        # for a program default that does not fit (the chart's default driver on a V100 pool).
+        absent = [
+            p
+            for p in error.problems
+            if not spells_out(raw, p.path)
+            and not p.message.startswith("is required")
+            and f"set {p.path}" not in p.message
+        ]
+        assert absent == [], f"{join_path(*path)}={value!r}: refusals name keys the file does not have: {absent}"
