@@ -8,7 +8,9 @@ analyzer does: resource policies get each custom resource's inputs, stack polici
 recorded set (a value unknown at preview raises as it does under the analyzer, see
 ``analyzer_props``), and each policy gets its schema defaults plus the stack's
 ``policies/config/<stack>.json`` (the ``--policy-pack-config`` format:
-``{"all": "advisory", "<policy>": "disabled" | {"enforcementLevel": ..., "<key>": ...}}``).
+``{"all": "advisory", "<policy>": "disabled" | {"enforcementLevel": ..., "<key>": ...}}``). Policies run in
+the project folder, as the program did, so a relative path in the inputs (``gpuOperator.chartPath``) reads
+the same file.
 
 Beyond the analyzer: the gate also runs every resource policy on the objects the program's Helm
 releases and kustomize Directories render to (``preview/rendered.py``, the real ``helm template``
@@ -26,6 +28,7 @@ release or Directory), and a verdict table; a mandatory violation fails the prev
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -438,9 +441,15 @@ def run_gate(run: ProgramRun, root: Path = REPO_ROOT, rendered: Rendered | None 
     drift = cuda_drift(config, run.outputs.get("cuda") or {})
     if drift:
         raise PolicyConfigError(f"{config_path(run.stack, root).name}: {drift}")
-    return evaluate(
-        run.registrations, config, stack=run.stack, rendered=render_program(run) if rendered is None else rendered
-    )
+    rendered = render_program(run) if rendered is None else rendered
+    # In the project folder, as the engine ran the program: a relative path among the inputs (a mirrored
+    # chart's gpuOperator.chartPath) names the same file for a policy as it did for the program.
+    previous = Path.cwd()
+    os.chdir(run.root)
+    try:
+        return evaluate(run.registrations, config, stack=run.stack, rendered=rendered)
+    finally:
+        os.chdir(previous)
 
 
 def report_text(result: GateResult) -> str:

@@ -21,10 +21,10 @@ from components.base.problems import Problem, join_path
 from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
 from components.catalog.kernel_args import kernel_arg_problem
 from components.catalog.kubernetes import (
-    TaintFormatError,
+    check_taints,
     dns_subdomain_problem,
+    gpu_node_taint_problem,
     label_value_problem,
-    parse_taint,
     user_name_problem,
 )
 from components.gpu_operator.pool_config import PoolDriverConfig
@@ -205,20 +205,14 @@ def host_problem(host: str) -> str | None:
 
 
 def _taint_problems(node: BareMetalNode, node_path: str) -> Iterator[Problem]:
-    parsed = []
-    for taint_index, text in enumerate(node.taints):
-        try:
-            parsed.append(parse_taint(text))
-        except TaintFormatError as error:
-            yield Problem(join_path(node_path, "taints", taint_index), str(error))
-    if (
-        len(parsed) == len(node.taints)
-        and not node.allow_untainted
-        and not any(t.effect == "NoSchedule" for t in parsed)
-    ):
+    """The catalog's taint rules (form, one taint per key and effect, a NoSchedule one on a GPU node)."""
+    parsed, problems = check_taints(node.taints)
+    for index, message in problems:
+        yield Problem(join_path(node_path, "taints", *(() if index is None else (index,))), message)
+    untainted = gpu_node_taint_problem(parsed)
+    if len(parsed) == len(node.taints) and not node.allow_untainted and untainted:
         yield Problem(
             join_path(node_path, "taints"),
-            "a GPU node needs a NoSchedule taint so that pods without a toleration cannot take it: register the node "
-            "with one (kubelet --register-with-taints=nvidia.com/gpu=true:NoSchedule, or kubectl taint) and declare "
-            "it here, or set allowUntainted: true to accept any pod on it",
+            f"a GPU node {untainted}: register the node with one (kubelet --register-with-taints, or kubectl taint) "
+            "and declare it here, or set allowUntainted: true to accept any pod on it",
         )

@@ -13,11 +13,16 @@ import typing
 from collections.abc import Iterator
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from components.base.problems import Problem, join_path
-from components.catalog.kubernetes import label_key_problem, label_value_problem, reserved_label_key_problem
+from components.catalog.kubernetes import (
+    int32_problem,
+    label_key_problem,
+    label_value_problem,
+    reserved_label_key_problem,
+)
 from components.catalog.names import OWNED_NODE_LABELS
 
 #: The key that tells the members of a discriminated config block apart (``cluster.kind``).
@@ -34,6 +39,20 @@ class ConfigModel(BaseModel):
         populate_by_name=True,
         str_strip_whitespace=True,
     )
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _fits_the_receiving_field(cls, value: Any) -> Any:
+        """Every whole number of the config ends in an int32 field of Kubernetes (or a narrower one of Yandex).
+
+        Why here, once: ``leaseTtlSeconds: 1e12`` parses as an int and would otherwise reach the Lease's int32
+        ``leaseDurationSeconds`` (or a Go duration) and fail there, or wrap. Narrower ranges are each field's own.
+        """
+        if isinstance(value, int) and not isinstance(value, bool):
+            problem = int32_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
 
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:
@@ -82,6 +101,11 @@ def _walk(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[tuple[Any, ...],
             current = members[part]
             index += 1
             continue
+        if members is None and typing.get_origin(current) in (Union, types.UnionType) and isinstance(part, str):
+            # A scalar union (``int | str``): pydantic names the member it tried (``int``, ``constrained-str``);
+            # the user wrote the key above it, so the member's name is no part of the key path.
+            current, index = None, index + 1
+            continue
         clean.append(part)
         if isinstance(current, type) and issubclass(current, BaseModel):
             owner = current
@@ -127,7 +151,25 @@ def problems_from_validation_error(
         else:
             message = f"{item['msg']} (got {value!r})" if not isinstance(value, dict) else item["msg"]
         problems.append(Problem(path, message))
-    return problems
+    return _one_per_union(problems)
+
+
+def _one_per_union(problems: list[Problem]) -> list[Problem]:
+    """The members' refusals of one value of a scalar union, as one problem: what each member expected."""
+    merged: dict[str, list[str]] = {}
+    for problem in problems:
+        merged.setdefault(problem.path, []).append(problem.message)
+    result: list[Problem] = []
+    for path, messages in merged.items():
+        got = [m for m in messages if m.startswith("Input should be ")]
+        if len(got) > 1:
+            expected = " or ".join(m.removeprefix("Input should be ").split(" (got ")[0] for m in got)
+            tail = got[0].partition(" (got ")[2]
+            messages = [m for m in messages if m not in got] + [
+                f"Input should be {expected}" + (f" (got {tail}" if tail else "")
+            ]
+        result.extend(Problem(path, message) for message in dict.fromkeys(messages))
+    return result
 
 
 def label_problems(labels: dict[str, str], path: str) -> Iterator[Problem]:

@@ -48,10 +48,14 @@ def join_path(*parts: object) -> str:
         if isinstance(part, int):
             path += f"[{part}]"
             continue
-        text = str(part)
-        shown = text if text and text.isprintable() and text.strip() == text else repr(text)
+        shown = shown_key(str(part))
         path = f"{path}.{shown}" if path else shown
     return path
+
+
+def shown_key(text: str) -> str:
+    """How a key path shows a key: as written, or quoted when empty, blank-padded or holding control characters."""
+    return text if text and text.isprintable() and text.strip() == text else repr(text)
 
 
 def _one_line(text: str) -> str:

@@ -51,11 +51,24 @@ ALLOWED_KERNEL_ARG_PREFIXES: Final = ("nvidia.NVreg_", "nvidia-drm.")
 FORBIDDEN_KERNEL_ARG_NAMES: Final = frozenset({"init", "rdinit", "rd.break", "single", "emergency", "rescue"})
 
 
+#: Arguments whose value must be the one that keeps nouveau off the GPU: ``nouveau.modeset=1`` (or a bare
+#: ``nouveau.modeset``) lets nouveau bind the GPU at boot, and the NVIDIA driver then cannot load ("NVRM: ...
+#: the nouveau kernel driver ... is currently in use", the NVIDIA driver README, "Installing the driver";
+#: the GPU Operator docs disable it with ``modeset=0``).
+REQUIRED_KERNEL_ARG_VALUES: Final = {"nouveau.modeset": "0"}
+
+
 def kernel_arg_problem(argument: str, extra_names: frozenset[str] = frozenset()) -> str | None:
     """Why host preparation will not add ``argument`` to the boot entries, or None."""
-    name = argument.partition("=")[0]
+    name, _, value = argument.partition("=")
     if name in FORBIDDEN_KERNEL_ARG_NAMES:
         return f"{argument!r} would change what the host boots into; it is never accepted"
+    required = REQUIRED_KERNEL_ARG_VALUES.get(name)
+    if required is not None and value != required:
+        return (
+            f"{argument!r} lets nouveau take the GPU at boot, and the NVIDIA driver then cannot load; "
+            f"allowed: {name}={required}"
+        )
     if name in ALLOWED_KERNEL_ARG_NAMES or name in extra_names or name.startswith(ALLOWED_KERNEL_ARG_PREFIXES):
         return None
     return (

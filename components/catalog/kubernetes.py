@@ -165,20 +165,29 @@ class Taint:
 
 
 class TaintFormatError(ValueError):
-    """A taint string that is not ``key=value:Effect``."""
+    """A taint string that is not ``key=value:Effect`` or ``key:Effect``."""
 
 
-def parse_taint(text: str) -> Taint:
-    """Parse ``key=value:Effect``.
+#: The taint the docs and error messages suggest for GPU nodes.
+EXAMPLE_GPU_TAINT = "nvidia.com/gpu=true:NoSchedule"
+#: The effect that keeps pods without a toleration off a node (``PreferNoSchedule`` only discourages them).
+GPU_NODE_TAINT_EFFECT = "NoSchedule"
 
-    The ``=`` is mandatory: Yandex's node-group API refuses ``nvidia.com/gpu:NoSchedule`` and
-    accepts ``nvidia.com/gpu=:NoSchedule`` (terraform-provider-yandex ``parseTaint``).
+
+def parse_taint(text: str, *, value_required: bool = False) -> Taint:
+    """Parse ``key=value:Effect`` or ``key:Effect`` (an empty value).
+
+    The forms kubectl and the kubelet accept: k8s.io/kubectl ``pkg/cmd/taint/utils.go`` ``parseTaint``
+    (v1.32) splits on ``:`` into exactly two parts and the head on ``=`` into at most two; the key is a
+    qualified name (``IsQualifiedName``), the value a label value (``IsValidLabelValue``).
+    ``value_required``: the ``=`` is mandatory, as Yandex's node-group API wants it
+    (``nvidia.com/gpu=:NoSchedule``, terraform-provider-yandex v0.161.0 ``parseTaint``); ``str(taint)``
+    always writes that form.
     """
     head, sep, effect = text.rpartition(":")
-    if not sep or "=" not in head:
-        raise TaintFormatError(
-            f"taint {text!r} is not of the form key=value:Effect (for example nvidia.com/gpu=true:NoSchedule)"
-        )
+    form = "key=value:Effect" if value_required else "key=value:Effect or key:Effect"
+    if not sep or ":" in head or head.count("=") > 1 or (value_required and "=" not in head):
+        raise TaintFormatError(f"taint {text!r} is not of the form {form} (for example {EXAMPLE_GPU_TAINT})")
     key, _, value = head.partition("=")
     if effect not in TAINT_EFFECTS:
         raise TaintFormatError(f"taint {text!r}: effect {effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
@@ -186,6 +195,50 @@ def parse_taint(text: str) -> Taint:
         if problem:
             raise TaintFormatError(f"taint {text!r}: {problem}")
     return Taint(key, value, effect)
+
+
+def canonical_taint_text(text: str) -> str:
+    """``key:Effect`` as ``key=:Effect`` (the one form every receiver takes); text that does not parse, unchanged."""
+    try:
+        return str(parse_taint(text))
+    except TaintFormatError:
+        return text
+
+
+def check_taints(
+    texts: Iterable[str], *, value_required: bool = False
+) -> tuple[list[Taint], list[tuple[int | None, str]]]:
+    """Parse a list of taint texts once: the taints that parse, and ``(index or None, why)`` per problem.
+
+    A malformed entry is reported at its index; a taint that repeats another's key and effect at the list
+    (None): Kubernetes keeps one taint per key and effect (k8s.io/kubernetes ``pkg/apis/core/validation``
+    ``validateNodeTaints``: "taints must be unique by key and effect pair").
+    """
+    parsed: list[Taint] = []
+    problems: list[tuple[int | None, str]] = []
+    for index, text in enumerate(texts):
+        try:
+            parsed.append(parse_taint(text, value_required=value_required))
+        except TaintFormatError as error:
+            problems.append((index, str(error)))
+    problems.extend((None, problem) for problem in duplicate_taint_problems(parsed))
+    return parsed, problems
+
+
+def gpu_node_taint_problem(taints: Iterable[Taint]) -> str | None:
+    """The rule "a GPU node carries a NoSchedule taint": why ``taints`` break it, or None.
+
+    Why: an untainted GPU node accepts any pod, so a CPU-only workload can hold an expensive GPU node and
+    a GPU job then waits for capacity that looks free. Callers name the node or group before the text.
+    """
+    taints = list(taints)
+    if any(taint.effect == GPU_NODE_TAINT_EFFECT for taint in taints):
+        return None
+    shown = ", ".join(str(taint) for taint in taints) or "none"
+    return (
+        f"has no {GPU_NODE_TAINT_EFFECT} taint (taints: {shown}), so any pod can be scheduled onto its GPUs "
+        f"and hold them; add one, for example {EXAMPLE_GPU_TAINT}, and give GPU workloads the matching toleration"
+    )
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
@@ -332,3 +385,119 @@ def quota_resource_name_problem(key: str) -> str | None:
 INGRESS_HOST_RULE = "the API server's Ingress rule host check, k8s.io/kubernetes validateIngressRules"
 NAMESPACE_NAME_RULE = "the API server's namespace name rule, k8s.io/apimachinery NameIsDNSLabel"
 QUANTITY_RULE = "the API server's quantity format, k8s.io/apimachinery resource.ParseQuantity"
+
+
+# ----------------------------------------------------------------------------------------------
+# Values the config layer checks by the receiving API's rule (issue #28): numbers past their field's
+# type, label selectors, namespaces the platform must not take. Kept apart from the rules above so
+# that other blocks can be appended below without touching these.
+
+#: The largest value of an int32 field (Lease ``spec.leaseDurationSeconds``, Job ``ttlSecondsAfterFinished``,
+#: ``activeDeadlineSeconds``' int64 aside, every count in core/v1, apps/v1 and batch/v1 that the program writes
+#: is an int32: k8s.io/api ``core/v1/types.go``, ``coordination/v1/types.go``, ``batch/v1/types.go``).
+INT32_MAX = 2**31 - 1
+#: The longest Go ``time.Duration`` in whole seconds (an int64 of nanoseconds: Go ``time`` package,
+#: ``maxDuration``); a timeout the provider or a controller turns into a duration must fit.
+GO_DURATION_MAX_SECONDS = (2**63 - 1) // 10**9
+#: Namespaces Kubernetes creates for itself (kubernetes.io, "Namespaces", Initial namespaces): the platform's
+#: components never go there (kube-system holds the control plane's add-ons and is excluded from most
+#: admission policies, so a privileged operator there escapes them).
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
+def int32_problem(value: int) -> str | None:
+    """Why ``value`` does not fit the int32 fields Kubernetes stores counts and seconds in, or None."""
+    if -INT32_MAX - 1 <= value <= INT32_MAX:
+        return None
+    return f"{value} does not fit an int32, the type of the Kubernetes field it is written to; at most {INT32_MAX}"
+
+
+def system_namespace_problem(namespace: str) -> str | None:
+    """Why the platform must not install into ``namespace``, or None."""
+    if namespace in SYSTEM_NAMESPACES:
+        return (
+            f"{namespace!r} is a namespace Kubernetes keeps for itself (kube-system, kube-public, kube-node-lease); "
+            "use a namespace of its own, e.g. gpu-operator"
+        )
+    return None
+
+
+# A label selector as ``labels.Parse`` reads it (k8s.io/apimachinery v0.32 ``pkg/labels/selector.go``):
+# comma-separated requirements ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``,
+# ``key in (v1,v2)``, ``key notin (v1,v2)``, ``key>N``, ``key<N``; keys are qualified names, values label values.
+_SELECTOR_TOKEN = re.compile(r"\s*(==|!=|=|!|\(|\)|,|<|>|[^\s,()=!<>]+)")
+
+
+def _selector_tokens(selector: str) -> list[str] | None:
+    tokens, position = [], 0
+    while position < len(selector):
+        if selector[position:].strip() == "":
+            break
+        match = _SELECTOR_TOKEN.match(selector, position)
+        if match is None:
+            return None
+        tokens.append(match.group(1))
+        position = match.end()
+    return tokens
+
+
+def label_selector_problem(selector: str) -> str | None:
+    """Why ``selector`` is not a label selector the API server parses (``labels.Parse``), or None; empty is valid."""
+    tokens = _selector_tokens(selector)
+    why = _selector_tokens_problem(tokens) if tokens is not None else "it holds characters no selector has"
+    if why is None:
+        return None
+    return (
+        f"{selector!r} is not a Kubernetes label selector ({why}); write requirements such as "
+        "app=trainer, tier!=batch, team in (ml,cv) or !preemptible, separated by commas"
+    )
+
+
+def _selector_tokens_problem(tokens: list[str]) -> str | None:
+    index = 0
+    while index < len(tokens):
+        negated = tokens[index] == "!"
+        index += negated
+        key = tokens[index] if index < len(tokens) else ""
+        if key in ("", ",", "(", ")", "=", "==", "!=", "<", ">", "!"):
+            return "a requirement has no label key"
+        problem = label_key_problem(key)
+        if problem:
+            return problem
+        index += 1
+        operator = tokens[index] if index < len(tokens) else ","
+        if negated or operator == ",":
+            if not negated and operator != ",":
+                return f"unexpected {operator!r} after {key!r}"
+        elif operator in ("=", "==", "!=", "<", ">"):
+            value = tokens[index + 1] if index + 1 < len(tokens) else ""
+            value = "" if value == "," else value
+            index += 1 if value == "" else 2
+            if operator in ("<", ">") and not value.isdigit():
+                return f"{key}{operator} needs an integer"
+            problem = label_value_problem(value) if value not in ("(", ")", "=", "!", "<", ">") else "not a value"
+            if problem:
+                return problem
+        elif operator in ("in", "notin"):
+            if index + 1 >= len(tokens) or tokens[index + 1] != "(":
+                return f"{key} {operator} needs a list in parentheses"
+            closing = next((i for i in range(index + 2, len(tokens)) if tokens[i] == ")"), None)
+            if closing is None:
+                return f"{key} {operator} ( has no closing parenthesis"
+            values = [t for t in tokens[index + 2 : closing] if t != ","]
+            if not values:
+                return f"{key} {operator} () lists no value"
+            for value in values:
+                problem = label_value_problem(value) if value not in ("(", "=", "!", "<", ">") else "not a value"
+                if problem:
+                    return problem
+            index = closing + 1
+        else:
+            return f"unexpected {operator!r} after {key!r}"
+        if index < len(tokens):
+            if tokens[index] != ",":
+                return f"unexpected {tokens[index]!r}; requirements are separated by commas"
+            index += 1
+            if index == len(tokens):
+                return "a trailing comma"
+    return None

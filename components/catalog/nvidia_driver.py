@@ -177,3 +177,21 @@ def driver_check_script(version: str) -> str:
         f"  sleep {DRIVER_POLL_SECONDS}\n"
         "done\n"
     )
+
+
+#: Precompiled driver images (``usePrecompiled: true``) are tagged ``<branch>-<kernel>-<os>``
+#: (``nvcr.io/nvidia/driver:580-6.8.0-60-generic-ubuntu24.04``): the GPU Operator builds the tag from the
+#: driver *branch*, the node's kernel and its OS, and NVIDIA publishes them for Ubuntu kernels only (GPU
+#: Operator docs, "Precompiled Driver Containers"). A full version (580.95.05) names no precompiled image.
+PRECOMPILED_TAG_FORM: Final = "<branch>-<kernel>-<os>"
+
+
+def precompiled_problem(version: str) -> str | None:
+    """Why ``usePrecompiled: true`` cannot run the driver ``version``, or None (a bare branch such as 580)."""
+    if version.isdigit():
+        return None
+    return (
+        f"true with driver version {version}: precompiled images are tagged {PRECOMPILED_TAG_FORM} by driver "
+        "branch and exist for Ubuntu kernels only, so no image carries a full version and the driver pods "
+        "would never start; set false (the operator builds the driver for each node's kernel)"
+    )

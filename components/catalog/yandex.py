@@ -14,6 +14,7 @@ which model it expects (``gpuModel`` in config) before MIG or driver checks can 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -139,3 +140,63 @@ def yandex_platform(platform_id: str) -> YandexGpuPlatform:
     except KeyError:
         known = ", ".join(YANDEX_GPU_PLATFORMS)
         raise UnknownPlatformError(f"{platform_id!r} is not a Yandex GPU platform; allowed: {known}") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# Values the program sends to the Yandex API, by the API's own rules (issue #28). Sources: the Managed
+# Service for Kubernetes and Compute API references (https://yandex.cloud/en/docs/managed-kubernetes/api-ref/,
+# https://yandex.cloud/en/docs/compute/api-ref/) and the concept pages named at each fact.
+
+#: Resource ids (a cluster's, a subnet's, a security group's): lowercase Latin letters and digits, at most
+#: 50 characters ("The maximum string length in characters is 50" on every id field of the API reference;
+#: ids are generated as a three-letter service prefix and lowercase alphanumerics, e.g. ``catm5...``).
+_YANDEX_ID = re.compile(r"[a-z0-9]{1,50}\Z")
+#: Label values: at most 63 characters of ``[-_./\\@0-9a-z]`` (the API reference, ``labels`` of a node group:
+#: "The maximum string length in characters for each value is 63. Each value must match the regular
+#: expression ``[-_./\\@0-9a-z]*``").
+_YANDEX_LABEL_VALUE = re.compile(r"[-_./\\@0-9a-z]{0,63}\Z")
+#: ``deployPolicy.maxExpansion`` and ``maxUnavailable`` of a node group: "Acceptable values are 0 to 100,
+#: inclusive" (API reference, NodeGroup.DeployPolicy).
+DEPLOY_POLICY_RANGE = (0, 100)
+#: Disk types whose size is a whole number of allocation units: "The size of a non-replicated disk must be a
+#: multiple of 93 GB", and the same for ultra high-speed network storage with three replicas (SSD)
+#: (compute/concepts/disk, "Disk types").
+DISK_SIZE_STEP_GB = {"network-ssd-nonreplicated": 93, "network-ssd-io-m3": 93}
+
+
+def yandex_id_problem(value: str) -> str | None:
+    """Why ``value`` is not a Yandex Cloud resource id, or None."""
+    if _YANDEX_ID.match(value):
+        return None
+    return (
+        f"{value!r} is not a Yandex Cloud id: 1-50 lowercase Latin letters and digits, as the console and "
+        "`yc ... list` show it (Yandex Cloud API)"
+    )
+
+
+def yandex_label_value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be the value of a Yandex resource label, or None."""
+    if _YANDEX_LABEL_VALUE.match(value):
+        return None
+    return (
+        f"{value!r} cannot be a Yandex Cloud label value: at most 63 characters of lowercase Latin letters, "
+        "digits and - _ . / \\ @ (Yandex Cloud API)"
+    )
+
+
+def deploy_policy_problem(value: int) -> str | None:
+    """Why ``value`` is not a node group's maxExpansion or maxUnavailable, or None."""
+    low, high = DEPLOY_POLICY_RANGE
+    if low <= value <= high:
+        return None
+    return f"{value} is out of range; Yandex Cloud accepts {low} to {high} nodes (NodeGroup deploy policy)"
+
+
+def disk_size_problem(disk_type: str, size_gb: int) -> str | None:
+    """Why a ``disk_type`` disk cannot be ``size_gb`` GB, or None."""
+    step = DISK_SIZE_STEP_GB.get(disk_type)
+    if step is None or size_gb % step == 0:
+        return None
+    lower, upper = size_gb // step * step, (size_gb // step + 1) * step
+    nearest = ", ".join(str(size) for size in (lower, upper) if size > 0)
+    return f"a {disk_type} disk is a multiple of {step} GB (Yandex Cloud disk types); nearest: {nearest}"

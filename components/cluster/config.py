@@ -20,6 +20,7 @@ from pydantic import Field
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
+from components.catalog.yandex import yandex_id_problem
 
 # The oldest Kubernetes minor we support, and the newest whose OpenAPI schema we validate against.
 MIN_KUBERNETES = (1, 28)
@@ -66,6 +67,13 @@ class YandexClusterConfig(_ClusterBase):
     kind: Literal["yandex"]
     cluster_id: str = Field(min_length=1)
     endpoint: Literal["external", "internal"] = "external"
+
+    def problems(self, path: str) -> Iterator[Problem]:
+        """The common checks, and ``clusterId`` by the Yandex API's id rule."""
+        yield from super().problems(path)
+        problem = yandex_id_problem(self.cluster_id)
+        if problem:
+            yield Problem(join_path(path, "clusterId"), problem)
 
 
 class BareMetalClusterConfig(_ClusterBase):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
@@ -28,6 +28,7 @@ from components.catalog.kubernetes import (
     dns_subdomain_problem,
     int_or_percent_problem,
     priority_class_problem,
+    system_namespace_problem,
 )
 from components.catalog.versions import full_driver_version_problem
 from components.gpu_operator.chart_source import chart_path_problem
@@ -98,12 +99,21 @@ class GpuOperatorConfig(ConfigModel):
     )
     priority_class_name: str = "system-node-critical"
     update_strategy: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
-    max_unavailable: str = "1"
+    max_unavailable: str | int = Field(
+        default="1", description="daemonsets.rollingUpdate.maxUnavailable: a number of nodes or a percentage"
+    )
     scope_nfd_to_gpu_nodes: bool = True
     prometheus_operator: bool = Field(default=False, description="the cluster has the ServiceMonitor CRD")
     mig_manager: bool = True
     kyverno: KyvernoExclusion = KyvernoExclusion()
     extra_values: dict[str, Any] = Field(default_factory=dict, description="rare needs; checked against the chart")
+
+    @field_validator("max_unavailable", mode="before")
+    @classmethod
+    def _count_not_a_boolean(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("must be a number of nodes or a percentage such as '25%', not a boolean")
+        return value
 
     def problems(self, path: str) -> Iterator[Problem]:
         """Shape checks that need no other section (the checks across sections: components.stack.plan)."""
@@ -122,10 +132,12 @@ class GpuOperatorConfig(ConfigModel):
             ("driver", self.driver.version),
             ("hostDriver", self.host_driver.version if self.host_driver else None),
         ]
-        counts: list[tuple[str, str | int]] = [
-            (join_path(path, "maxUnavailable"), self.max_unavailable),
-            (join_path(path, "driver", "upgradePolicy", "maxUnavailable"), self.driver.upgrade_policy.max_unavailable),
-        ]
+        counts: list[tuple[str, str | int]] = [(join_path(path, "maxUnavailable"), self.max_unavailable)]
+        yield from self.driver.upgrade_policy.problems(join_path(path, "driver", "upgradePolicy"))
+        problem = system_namespace_problem(self.namespace)
+        if problem:
+            yield Problem(join_path(path, "namespace"), problem)
+        yield from _owned_extra_value_problems(self.extra_values, join_path(path, "extraValues"))
         found = [
             *(
                 (join_path(path, key, "version"), full_driver_version_problem(v))
@@ -140,6 +152,41 @@ class GpuOperatorConfig(ConfigModel):
             yield Problem(
                 join_path(path, "kyverno", "policies"), "name at least one Kyverno policy to except the namespace from"
             )
+
+
+#: ``extraValues`` paths the program writes itself, and the config key that sets each. Why refused: a value
+#: laid over ours silently undoes a decision the checks were made for (``driver.nvidiaDriverCRD.deployDefaultCR:
+#: true`` adds the chart's default NVIDIADriver, which selects every GPU node, beside the per-pool ones;
+#: ``driver.usePrecompiled`` switches the image kind without the checks of ``gpuOperator.driver``).
+OWNED_EXTRA_VALUES: dict[tuple[str, ...], str] = {
+    ("driver", "enabled"): "gpuOperator.driver.owner",
+    ("driver", "version"): "gpuOperator.driver.version (or a pool's driver.version)",
+    ("driver", "usePrecompiled"): "gpuOperator.driver.usePrecompiled (or a pool's driver.usePrecompiled)",
+    ("driver", "kernelModuleType"): "gpuOperator.driver.kernelModuleType (or a pool's driver.kernelModuleType)",
+    ("driver", "upgradePolicy"): "gpuOperator.driver.upgradePolicy (or a pool's driver.upgradePolicy)",
+    ("driver", "nvidiaDriverCRD"): "a pool's own driver (nodeGroups.<name>.driver, bareMetal.nodes[i].driver): "
+    "the program writes one NVIDIADriver per distinct driver",
+    ("toolkit", "enabled"): "gpuOperator.toolkit",
+    ("mig", "strategy"): "mig.strategy",
+    ("migManager", "enabled"): "gpuOperator.migManager",
+}
+
+
+def _owned_extra_value_problems(extra: dict[str, Any], path: str) -> Iterator[Problem]:
+    """``extraValues`` keys the program owns, each refused with the config key to use instead."""
+    for keys, instead in OWNED_EXTRA_VALUES.items():
+        node: Any = extra
+        for key in keys:
+            node = node.get(key, _ABSENT) if isinstance(node, dict) else _ABSENT
+        if node is not _ABSENT:
+            yield Problem(
+                join_path(path, *keys),
+                f"is set by gpu-platform from its own config (a value here would undo the checks made for it); "
+                f"set {instead} instead",
+            )
+
+
+_ABSENT = object()
 
 
 def _int_or_text(value: str | int) -> str | int:

@@ -16,7 +16,7 @@ from pydantic import Field
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import CudaVersionError, minimum_driver
-from components.catalog.kubernetes import int_or_percent_problem
+from components.catalog.kubernetes import int_or_percent_problem, label_selector_problem
 from components.catalog.versions import full_driver_version_problem
 
 KernelModuleType = Literal["auto", "open", "proprietary"]
@@ -57,6 +57,25 @@ class UpgradePolicy(ConfigModel):
     drain: Drain = Drain()
     wait_for_completion: WaitForCompletion = WaitForCompletion()
 
+    def problems(self, path: str) -> Iterator[Problem]:
+        """``maxUnavailable`` a count or percentage; the pod selectors label selectors the API server parses.
+
+        The upgrade controller lists pods with these selectors (k8s-operator-libs ``pkg/upgrade``, drain and
+        wait-for-completion): a selector ``labels.Parse`` refuses fails every upgrade at its first node.
+        """
+        value = self.max_unavailable
+        count = int(value) if isinstance(value, str) and value.isdigit() else value
+        problem = int_or_percent_problem(count)
+        if problem:
+            yield Problem(join_path(path, "maxUnavailable"), problem)
+        for key, selector in (
+            ("drain", self.drain.pod_selector),
+            ("waitForCompletion", self.wait_for_completion.pod_selector),
+        ):
+            problem = label_selector_problem(selector)
+            if problem:
+                yield Problem(join_path(path, key, "podSelector"), problem)
+
 
 class PoolDriverConfig(ConfigModel):
     """One pool's own driver; every unset key comes from ``gpuOperator.driver``.
@@ -90,8 +109,4 @@ class PoolDriverConfig(ConfigModel):
             except (CudaVersionError, ValueError) as error:
                 yield Problem(join_path(path, "cuda"), str(error))
         if self.upgrade_policy is not None:
-            value = self.upgrade_policy.max_unavailable
-            count = int(value) if isinstance(value, str) and value.isdigit() else value
-            problem = int_or_percent_problem(count)
-            if problem:
-                yield Problem(join_path(path, "upgradePolicy", "maxUnavailable"), problem)
+            yield from self.upgrade_policy.problems(join_path(path, "upgradePolicy"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from components.base.config_model import ConfigModel
 from components.catalog.kubernetes import dns_subdomain_problem
@@ -72,12 +72,13 @@ class MigSettings(ConfigModel):
     with_reboot: bool = Field(default=False, description="migManager.env WITH_REBOOT (needed on some clouds/VMs)")
     config_map_name: str = "gpu-platform-mig-config"
 
-    @model_validator(mode="after")
-    def _config_map_name_is_an_object_name(self) -> MigSettings:
-        problem = dns_subdomain_problem(self.config_map_name)
+    @field_validator("config_map_name")
+    @classmethod
+    def _config_map_name_is_an_object_name(cls, value: str) -> str:
+        problem = dns_subdomain_problem(value)
         if problem:
-            raise ValueError(f"configMapName {problem}")
-        return self
+            raise ValueError(problem)
+        return value
 
     demand: list[MigDemand] = Field(default_factory=list)
     from_demand: bool = Field(

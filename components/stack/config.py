@@ -9,18 +9,25 @@ sections are ``components.stack.plan``'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import copy
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from components.bare_metal.config import BareMetalConfig
 from components.base.config_model import ConfigModel, problems_from_validation_error
+from components.base.merge import inherited_key
 from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
+from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
 from components.catalog.names import PROJECT as PROJECT  # re-exported: the stack's readers import it here
+from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
+from components.catalog.nvidia_driver import precompiled_problem
+from components.catalog.yandex import yandex_label_value_problem
 from components.cluster.config import BareMetalClusterConfig, ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
+from components.gpu_operator.pool_config import PoolDriverConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
 from components.node_agent.config import NodeAgentConfig, kubernetes_problems
@@ -80,6 +87,18 @@ class StackConfig(ConfigModel):
         key = "nodeGroups" if "nodeGroups" in raw else "node_groups"
         return {**raw, key: with_defaults(defaults, groups)}
 
+    #: ``nodeGroupDefaults`` and ``nodeGroups`` as written in the file (set by ``parse_stack_config``).
+    _written: tuple[Mapping[str, Any], Mapping[str, Any]] = PrivateAttr(default=({}, {}))
+
+    def as_written(self, problems: Iterable[Problem]) -> list[Problem]:
+        """``problems`` named at the key the file has: a value a group inherited is reported at its default.
+
+        A group that sets no ``taints`` of its own runs on ``nodeGroupDefaults.taints``; a problem with them
+        is reported there (with the groups that inherit it, once for all of them), never at
+        ``nodeGroups.<group>.taints``, which is not in the file.
+        """
+        return _attributed(problems, *self._written)
+
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
         keys: set[str] = set()
@@ -121,6 +140,63 @@ class StackConfig(ConfigModel):
         if self.kubeflow is not None and self.kubeflow.enabled:
             yield from self.kubeflow.problems("kubeflow", program_keys=top_level_keys())
         yield from self._secret_key_problems()
+        yield from self._environment_problems()
+        yield from self._pool_driver_problems()
+
+    def _environment_problems(self) -> Iterator[Problem]:
+        """On Yandex the environment name is the value of every node group's ``environment`` label."""
+        if self.cluster.kind == "yandex":
+            problem = yandex_label_value_problem(self.environment.name)
+            if problem:
+                yield Problem("environment.name", f"{problem}; it labels every node group")
+
+    def _pools(self) -> list[tuple[str, PoolDriverConfig | None, dict[str, str], bool]]:
+        """Each GPU pool: its config path, its own driver, its labels, and whether the operator owns its driver."""
+        owner = self.gpu_operator.driver.owner
+        pools = [
+            (join_path("nodeGroups", name), group.driver, group.labels, group.gpu_environment == "runc")
+            for name, group in self.node_groups.items()
+            if group.resources.gpus > 0
+        ]
+        pools += [
+            (join_path("bareMetal", "nodes", index), node.driver, node.labels, owner == "operator")
+            for index, node in enumerate(self.bare_metal.nodes if self.bare_metal else [])
+        ]
+        return pools
+
+    def _pool_driver_problems(self) -> Iterator[Problem]:
+        """Driver combinations that break a real cluster: all canaries, precompiled images, a skipped driver."""
+        pools = self._pools()
+        canaries = [path for path, driver, _, _ in pools if driver is not None and driver.canary]
+        if len(pools) > 1 and len(canaries) == len(pools):
+            for path in canaries:
+                yield Problem(
+                    join_path(path, "driver", "canary"),
+                    "every GPU pool is a canary, so no pool waits for one and a bad driver reaches the whole fleet "
+                    "at once; keep canary: true on one pool (or a few) and let the others wait",
+                )
+        stack_driver = self.gpu_operator.driver
+        stack_version = stack_driver.version or DEFAULT_DRIVER_VERSION
+        stack_wide = False
+        for path, driver, labels, operator_driver in pools:
+            if operator_driver and labels.get(GPU_DEPLOY_DRIVER_LABEL) == "false" and path.startswith("bareMetal"):
+                yield Problem(
+                    join_path(path, "labels", GPU_DEPLOY_DRIVER_LABEL),
+                    "'false' on a driverless host makes the GPU Operator skip its driver there: the node would have "
+                    "no driver at all; remove the label",
+                )
+            if not operator_driver:
+                continue
+            own = driver.use_precompiled if driver is not None else None
+            precompiled = own if own is not None else stack_driver.use_precompiled
+            version = driver.version if driver is not None and driver.version else stack_version
+            problem = precompiled_problem(version) if precompiled else None
+            if problem and own is not None:
+                yield Problem(join_path(path, "driver", "usePrecompiled"), problem)
+            elif problem:
+                stack_wide = True
+        if stack_wide:
+            yield Problem("gpuOperator.driver.usePrecompiled", precompiled_problem(stack_version) or "")
 
     def _secret_key_problems(self) -> Iterator[Problem]:
         """A key that names a secret must be a key of its own: not empty, not one of the program's settings."""
@@ -132,11 +208,24 @@ class StackConfig(ConfigModel):
             if self.bare_metal.ssh.bastion is not None:
                 named.append(("bareMetal.ssh.bastion.privateKeySecret", self.bare_metal.ssh.bastion.private_key_secret))
         program = set(top_level_keys())
+        first: dict[str, str] = {}
         for path, key in named:
             if key is not None and not key:
                 yield Problem(path, "must name a secret config key (set with pulumi config set --secret <key>)")
             elif key in program:
                 yield Problem(path, f"{key!r} is a program setting of its own, not a secret key; name another key")
+            elif (
+                key is not None
+                and key in first
+                and not (path.endswith("bastion.privateKeySecret") and first[key] == "bareMetal.ssh.privateKeySecret")
+            ):
+                yield Problem(
+                    path,
+                    f"{key!r} is already {first[key]}: one secret cannot be both (a kubeconfig is not an SSH key); "
+                    "name a key of its own",
+                )
+            if key:
+                first.setdefault(key, path)
         yield from self.observability.problems("observability")
 
 
@@ -153,8 +242,43 @@ def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         stack = StackConfig.model_validate(raw)
     except ValidationError as error:
-        raise StackConfigError(problems_from_validation_error(error, StackConfig)) from None
+        problems = problems_from_validation_error(error, StackConfig)
+        raise StackConfigError(attribute_inherited(problems, raw)) from None
+    stack._written = _as_written(raw)
     problems = list(stack.problems())
     if problems:
-        raise StackConfigError(problems)
+        raise StackConfigError(stack.as_written(problems))
     return stack
+
+
+def _as_written(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """``nodeGroupDefaults`` and ``nodeGroups`` as the file wrote them (before the defaults are laid under)."""
+    defaults = raw.get("nodeGroupDefaults", raw.get("node_group_defaults"))
+    groups = raw.get("nodeGroups", raw.get("node_groups"))
+    return (
+        copy.deepcopy(defaults) if isinstance(defaults, Mapping) else {},
+        copy.deepcopy(groups) if isinstance(groups, Mapping) else {},
+    )
+
+
+def attribute_inherited(problems: Iterable[Problem], raw: Mapping[str, Any]) -> list[Problem]:
+    """Problems named at the key the user wrote: see ``StackConfig.as_written``."""
+    defaults, groups = _as_written(raw)
+    return _attributed(problems, defaults, groups)
+
+
+def _attributed(problems: Iterable[Problem], defaults: Mapping[str, Any], groups: Mapping[str, Any]) -> list[Problem]:
+    inherited: dict[tuple[str, str], list[str]] = {}
+    kept: list[Problem] = []
+    for problem in problems:
+        found = inherited_key(problem.path, "nodeGroups", groups, "nodeGroupDefaults", defaults) if defaults else None
+        if found is None:
+            kept.append(problem)
+        else:
+            inherited.setdefault((found[0], problem.message), []).append(found[1])
+    said = {(problem.path, problem.message) for problem in kept}
+    for (path, message), names in inherited.items():
+        if (path, message) in said:
+            continue  # the default's own check said it already
+        kept.append(Problem(path, f"{message} (inherited by nodeGroups {', '.join(sorted(set(names)))})"))
+    return kept

@@ -15,6 +15,7 @@ from components.bare_metal.node_labels import bare_metal_labels, declared_taint_
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
 from components.catalog.drivers import minimum_driver
+from components.catalog.kubernetes import check_taints, gpu_node_taint_problem
 from components.catalog.names import DRIVER_GROUP_LABEL, MIG_CONFIG_LABEL, PROOF_NAMESPACE
 from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.driver_objects import nvidia_driver_object
@@ -213,7 +214,7 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
         problems.extend(findings.problems)
         kubeflow_warnings = findings.warnings
     if problems:
-        raise StackConfigError(problems)
+        raise StackConfigError(stack.as_written(problems))
     operator = None
     targets: tuple[SmokeTarget, ...] = ()
     observability = None
@@ -296,5 +297,5 @@ def _warnings(stack: StackConfig) -> tuple[str, ...]:
     return tuple(
         f"bareMetal.nodes[{index}].allowUntainted: {node.name} has no NoSchedule taint, so any pod may take its GPUs"
         for index, node in enumerate(nodes)
-        if node.allow_untainted and not any(text.endswith(":NoSchedule") for text in node.taints)
+        if node.allow_untainted and gpu_node_taint_problem(check_taints(node.taints)[0])
     )

@@ -1,8 +1,8 @@
 """Config model of one Yandex GPU node group (``nodeGroups.<name>`` in the stack file).
 
 Field names follow the Yandex node-group resource, in camelCase. Every check here needs no cloud:
-the platform's allowed shapes and zones come from the catalog, taints must be ``key=value:Effect``
-(Yandex refuses anything else) and a GPU group must carry a NoSchedule taint so that non-GPU pods
+the platform's allowed shapes and zones come from the catalog, taints are ``key=value:Effect`` or
+``key:Effect`` (sent to Yandex as ``key=:Effect``, the only form its API takes) and a GPU group must carry a NoSchedule taint so that non-GPU pods
 cannot take the expensive nodes.
 """
 
@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
-from pydantic import Field, create_model, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from components.base.config_model import ConfigModel, label_problems
 from components.base.merge import deep_merge
@@ -22,11 +22,20 @@ from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
 from components.catalog.kubernetes import (
     MAX_CLUSTER_NODES,
     Taint,
-    TaintFormatError,
-    duplicate_taint_problems,
+    canonical_taint_text,
+    check_taints,
+    gpu_node_taint_problem,
     parse_taint,
 )
-from components.catalog.yandex import NODE_GROUP_MAX_MINOR_SKEW, YANDEX_GPU_PLATFORMS, YandexGpuPlatform
+from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
+from components.catalog.yandex import (
+    NODE_GROUP_MAX_MINOR_SKEW,
+    YANDEX_GPU_PLATFORMS,
+    YandexGpuPlatform,
+    deploy_policy_problem,
+    disk_size_problem,
+    yandex_id_problem,
+)
 from components.gpu_operator.pool_config import PoolDriverConfig
 from components.mig.config import MigConfig
 
@@ -110,23 +119,34 @@ class MaintenanceWindow(ConfigModel):
     start_time: str
     duration: str
 
-    @model_validator(mode="after")
-    def _formats(self) -> MaintenanceWindow:
-        if not _TIME.match(self.start_time):
-            raise ValueError(f"startTime {self.start_time!r} must be HH:MM (UTC)")
-        if not _DURATION.match(self.duration):
-            raise ValueError(f"duration {self.duration!r} must look like 3h, 90m or 1h30m")
-        if not MIN_WINDOW_MINUTES <= self.minutes <= MAX_WINDOW_MINUTES:
-            raise ValueError(f"duration {self.duration!r} must be from 1h to 24h (Yandex maintenance windows)")
-        return self
+    @field_validator("start_time")
+    @classmethod
+    def _start_time(cls, value: str) -> str:
+        if not _TIME.match(value):
+            raise ValueError(f"startTime {value!r} must be HH:MM (UTC)")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not _DURATION.match(value):
+            raise ValueError(f"duration {value!r} must look like 3h, 90m or 1h30m")
+        if not MIN_WINDOW_MINUTES <= _minutes(value) <= MAX_WINDOW_MINUTES:
+            raise ValueError(f"duration {value!r} must be from 1h to 24h (Yandex maintenance windows)")
+        return value
 
     @property
     def minutes(self) -> int:
         """The duration in minutes."""
-        hours, _, rest = self.duration.partition("h")
-        if not rest and not self.duration.endswith("h"):
-            return int(hours.removesuffix("m"))
-        return int(hours) * 60 + int(rest.removesuffix("m") or 0)
+        return _minutes(self.duration)
+
+
+def _minutes(duration: str) -> int:
+    """``3h`` -> 180, ``90m`` -> 90, ``1h30m`` -> 90 (a duration ``_DURATION`` matched)."""
+    hours, _, rest = duration.partition("h")
+    if not rest and not duration.endswith("h"):
+        return int(hours.removesuffix("m"))
+    return int(hours) * 60 + int(rest.removesuffix("m") or 0)
 
 
 class Maintenance(ConfigModel):
@@ -196,6 +216,12 @@ class NodeGroupConfig(ConfigModel):
         description="hand nodes with a preinstalled driver over to the GPU Operator (runc_drivers_cuda only)",
     )
 
+    @field_validator("taints")
+    @classmethod
+    def _taints_in_the_form_yandex_takes(cls, taints: list[str]) -> list[str]:
+        """``key:Effect`` (kubectl's form) is kept as ``key=:Effect``: Yandex's API takes only that form."""
+        return [canonical_taint_text(text) for text in taints]
+
     @property
     def platform_facts(self) -> YandexGpuPlatform:
         """The catalog entry of the platform (only valid after ``problems`` found none)."""
@@ -232,6 +258,13 @@ class NodeGroupConfig(ConfigModel):
             )
         yield from self._taint_problems(path)
         yield from label_problems(self.labels, join_path(path, "labels"))
+        yield from self._cloud_value_problems(path)
+        if self.gpu_environment == "runc" and self.labels.get(GPU_DEPLOY_DRIVER_LABEL) == "false":
+            yield Problem(
+                join_path(path, "labels", GPU_DEPLOY_DRIVER_LABEL),
+                "'false' on a runc (driverless) group makes the GPU Operator skip its driver there, and the image "
+                "has none: the nodes would have no driver at all; remove the label",
+            )
         if self.driver is not None:
             yield from self.driver.problems(join_path(path, "driver"))
         if self.host_driver_removal and self.gpu_environment == "runc":
@@ -245,6 +278,20 @@ class NodeGroupConfig(ConfigModel):
                 "true would let the cloud replace the preinstalled driver on its own schedule; "
                 "set false and upgrade by changing the stack",
             )
+
+    def _cloud_value_problems(self, path: str) -> Iterator[Problem]:
+        """Ids, deploy policy and disk size by the Yandex API's rules (``components.catalog.yandex``)."""
+        found = [
+            (join_path(path, "location", "subnetId"), yandex_id_problem(self.location.subnet_id)),
+            *(
+                (join_path(path, "securityGroupIds", index), yandex_id_problem(group_id))
+                for index, group_id in enumerate(self.security_group_ids)
+            ),
+            (join_path(path, "deploy", "maxExpansion"), deploy_policy_problem(self.deploy.max_expansion)),
+            (join_path(path, "deploy", "maxUnavailable"), deploy_policy_problem(self.deploy.max_unavailable)),
+            (join_path(path, "bootDisk", "size"), disk_size_problem(self.boot_disk.type, self.boot_disk.size)),
+        ]
+        yield from (Problem(key, problem) for key, problem in found if problem)
 
     def version_skew_problems(self, cluster_version: str, path: str) -> Iterator[Problem]:
         """The group's nodes may lag the cluster by ``NODE_GROUP_MAX_MINOR_SKEW`` minors and never run ahead.
@@ -303,24 +350,12 @@ class NodeGroupConfig(ConfigModel):
             yield Problem(key, f"{self.platform} carries {platform.gpu_model}, not {self.gpu_model}")
 
     def _taint_problems(self, path: str) -> Iterator[Problem]:
-        parsed: list[Taint] = []
-        for index, text in enumerate(self.taints):
-            try:
-                parsed.append(parse_taint(text))
-            except TaintFormatError as error:
-                yield Problem(join_path(path, "taints", index), str(error))
-        for problem in duplicate_taint_problems(parsed):
-            yield Problem(join_path(path, "taints"), problem)
-        if (
-            self.resources.gpus > 0
-            and len(parsed) == len(self.taints)
-            and not any(t.effect == "NoSchedule" for t in parsed)
-        ):
-            yield Problem(
-                join_path(path, "taints"),
-                "a GPU node group needs at least one NoSchedule taint (for example nvidia.com/gpu=true:NoSchedule) "
-                "so that pods without a toleration cannot take GPU nodes",
-            )
+        parsed, problems = check_taints(self.taints)
+        for index, message in problems:
+            yield Problem(join_path(path, "taints", *(() if index is None else (index,))), message)
+        untainted = gpu_node_taint_problem(parsed)
+        if self.resources.gpus > 0 and len(parsed) == len(self.taints) and untainted:
+            yield Problem(join_path(path, "taints"), f"a GPU node group {untainted}")
 
 
 def node_group_name_problem(name: str) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.catalog import gpu_operator_chart as chart
-from components.catalog.kubernetes import Taint, TaintFormatError, parse_taint
+from components.catalog.kubernetes import Taint, check_taints
 
 from .names import (
     DECLARED_TAINTS_ANNOTATION,
@@ -62,19 +62,16 @@ class NodeGroup:
 
     def parsed_taints(self) -> tuple[list[Taint], list[str]]:
         """(taints that parse, error messages of those that do not)."""
-        return parse_taints(self.taints)
+        return parse_taints(self.taints, value_required=True)
 
 
-def parse_taints(texts: Iterable[str]) -> tuple[list[Taint], list[str]]:
-    """Parse ``key=value:Effect`` strings; malformed ones come back as messages."""
-    taints: list[Taint] = []
-    errors: list[str] = []
-    for entry in texts:
-        try:
-            taints.append(parse_taint(entry))
-        except TaintFormatError as error:
-            errors.append(str(error))
-    return taints, errors
+def parse_taints(texts: Iterable[str], *, value_required: bool = False) -> tuple[list[Taint], list[str]]:
+    """The catalog's taint check (``check_taints``): the taints that parse, and every problem as a message.
+
+    ``value_required``: a Yandex node group's ``nodeTaints`` (Yandex's API takes only ``key=value:Effect``).
+    """
+    taints, problems = check_taints(texts, value_required=value_required)
+    return taints, [message for _, message in problems]
 
 
 def read_node_group(props: Mapping[str, Any], name: str, urn: str = "") -> NodeGroup:

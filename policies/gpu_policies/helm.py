@@ -3,12 +3,15 @@
 Why: ``version: "^26.3"`` or an empty version lets ``pulumi up`` install whatever the repository
 serves that day, so two runs of the same commit deploy different charts (and the GPU Operator's
 values contract is written for one exact version). A chart from an unvetted repository runs
-privileged DaemonSets on every GPU node.
+privileged DaemonSets on every GPU node. A local copy of a pinned chart (``gpuOperator.chartPath``, air-gapped
+installs) passes both: its content digest is the pin, and the pin names the repository it was published in.
 """
 
 from __future__ import annotations
 
 import re
+import tarfile
+from pathlib import Path
 from typing import Any
 
 from pulumi_policy import (
@@ -21,6 +24,7 @@ from pulumi_policy import (
 )
 
 from components.catalog.gpu_operator_chart import CHART_REPO
+from components.catalog.upstream import GPU_OPERATOR_CHART, UpstreamArtifact, archive_digest, tree_digest
 
 from .names import HELM_RELEASE_TYPES
 from .props import get, text
@@ -48,10 +52,48 @@ def version_problem(version: Any) -> str | None:
     return None
 
 
+#: The charts pinned by content digest (components/catalog/upstream.py), and the repository each is published in.
+PINNED_CHARTS: tuple[tuple[UpstreamArtifact, str], ...] = ((GPU_OPERATOR_CHART, CHART_REPO),)
+#: Where the policy pack lives inside the project (policies/gpu_policies/helm.py): a relative chart path is the
+#: project folder's, as the program and the Helm provider read it. The CLI runs a policy pack in its own folder.
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def mirrored_chart(props: Any) -> tuple[UpstreamArtifact, str] | None:
+    """The pinned chart (and its repository) a release installs from a local copy, or None.
+
+    A local chart (``chart`` a path, no repository) has no version Helm would look at and no repository; what
+    pins it is its content. When the folder or ``.tgz`` at that path has the content digest of a chart the
+    catalog pins, it is that chart, mirrored: the same bytes as the one published in the pinned repository
+    (``gpuOperator.chartPath``, air-gapped installs; the program's config check refuses any other content).
+    """
+    if chart_repository(props):
+        return None
+    chart = text(get(props, "chart"))
+    if not chart:
+        return None
+    path = Path(chart)
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, _PROJECT_ROOT / path]
+    found = next((candidate for candidate in candidates if candidate.exists()), None)
+    if found is None:
+        return None
+    for artifact, repository in PINNED_CHARTS:
+        try:
+            digest = tree_digest(found) if found.is_dir() else archive_digest(found, artifact.strip_prefix)
+        except (tarfile.TarError, OSError):
+            return None
+        if digest == artifact.content_sha256:
+            return artifact, repository
+    return None
+
+
 def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type not in HELM_RELEASE_TYPES:
         return
-    problem = version_problem(args.props.get("version"))
+    version = args.props.get("version")
+    if not (isinstance(version, str) and version.strip()) and mirrored_chart(args.props) is not None:
+        return  # a mirrored copy of a pinned chart: its content is the pin
+    problem = version_problem(version)
     if problem:
         report(f"{_release_label(args)} {problem}", None)
 
@@ -102,6 +144,9 @@ def _validate_repository(args: ResourceValidationArgs, report: ReportViolation) 
         return
     allowed = [_normalise(url) for url in string_list(setting(args, _REPOSITORY_SCHEMA, "allowedRepositories"))]
     repository = chart_repository(args.props)
+    mirrored = mirrored_chart(args.props) if not repository else None
+    if mirrored is not None and _normalise(mirrored[1]) in allowed:
+        return  # the pinned chart of an allowed repository, mirrored byte for byte
     if not repository:
         if setting(args, _REPOSITORY_SCHEMA, "allowLocalCharts") is True:
             return

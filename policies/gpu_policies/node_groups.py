@@ -18,6 +18,8 @@ from pulumi_policy import (
     Severity,
 )
 
+from components.catalog.kubernetes import gpu_node_taint_problem
+
 from .facts import NodeGroup, read_node_group, read_node_patch
 from .names import NODE_GROUP_TYPE, NODE_PATCH_TYPE
 
@@ -36,13 +38,9 @@ def _validate_taint(args: ResourceValidationArgs, report: ReportViolation) -> No
     taints, errors = group.parsed_taints()
     for error in errors:
         report(f"GPU node group {group.name}: {error}", None)
-    if not any(taint.effect == "NoSchedule" for taint in taints):
-        report(
-            f"GPU node group {group.name} has no NoSchedule taint (taints: {list(group.taints) or 'none'}), "
-            "so any pod can be scheduled onto its GPU nodes and hold them; add one, for example "
-            "nvidia.com/gpu=true:NoSchedule, and give GPU workloads the matching toleration",
-            None,
-        )
+    problem = gpu_node_taint_problem(taints)
+    if problem:
+        report(f"GPU node group {group.name} {problem}", None)
 
 
 gpu_node_group_tainted = ResourceValidationPolicy(
@@ -64,13 +62,11 @@ def _validate_bare_metal_taint(args: ResourceValidationArgs, report: ReportViola
         return  # an accepted opt-out (bareMetal.nodes[i].allowUntainted) was warned about by the config check
     for error in patch.taint_errors:
         report(f"bare-metal GPU node {patch.name}: {error}", None)
-    if not any(taint.effect == "NoSchedule" for taint in patch.taints):
-        declared = [str(taint) for taint in patch.taints] or "none"
+    problem = gpu_node_taint_problem(patch.taints)
+    if problem:
         report(
-            f"bare-metal GPU node {patch.name} declares no NoSchedule taint (taints: {declared}), so any pod "
-            "can be scheduled onto its GPUs and hold them; register the node with one (kubelet "
-            "--register-with-taints=nvidia.com/gpu=true:NoSchedule) and declare it in bareMetal.nodes[i].taints, "
-            "or accept the risk with allowUntainted: true",
+            f"bare-metal GPU node {patch.name} {problem}; register the node with it (kubelet --register-with-taints) "
+            "and declare it in bareMetal.nodes[i].taints, or accept the risk with allowUntainted: true",
             None,
         )
 

@@ -41,7 +41,7 @@ def test_an_ssh_user_with_shell_metacharacters_is_refused() -> None:
 def test_a_gpu_node_without_a_noschedule_taint_is_refused_unless_accepted_with_a_warning() -> None:
     raw = set_path(stack_raw("prod"), "bareMetal.nodes.0.taints", [])
     (line,) = refusal(raw)
-    assert line.startswith("bareMetal.nodes[0].taints: a GPU node needs a NoSchedule taint")
+    assert line.startswith("bareMetal.nodes[0].taints: a GPU node has no NoSchedule taint (taints: none)")
     accepted = set_path(raw, "bareMetal.nodes.0.allowUntainted", True)
     assert plan_raw(accepted).warnings == (
         "bareMetal.nodes[0].allowUntainted: gpu-node-1 has no NoSchedule taint, so any pod may take its GPUs",

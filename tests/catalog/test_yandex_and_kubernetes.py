@@ -26,10 +26,14 @@ def test_there_is_no_gpu_h100_platform_at_yandex() -> None:
         yandex_platform("gpu-h100")
 
 
-def test_taint_needs_the_equals_sign() -> None:
+def test_a_taint_without_a_value_is_kubectls_key_effect_form_and_yandex_needs_the_equals_sign() -> None:
     assert parse_taint("nvidia.com/gpu=:NoSchedule") == Taint("nvidia.com/gpu", "", "NoSchedule")
+    assert parse_taint("nvidia.com/gpu:NoSchedule") == Taint("nvidia.com/gpu", "", "NoSchedule")
+    assert str(parse_taint("nvidia.com/gpu:NoSchedule")) == "nvidia.com/gpu=:NoSchedule"
     with pytest.raises(TaintFormatError, match="key=value:Effect"):
-        parse_taint("nvidia.com/gpu:NoSchedule")
+        parse_taint("nvidia.com/gpu:NoSchedule", value_required=True)
+    with pytest.raises(TaintFormatError, match="not of the form"):
+        parse_taint("a=b=c:NoSchedule")
 
 
 def test_taint_effect_must_be_known() -> None:

@@ -42,7 +42,7 @@ def test_a_skipped_smoke_pool_must_exist() -> None:
 
 def test_an_empty_mig_config_map_name_is_refused() -> None:
     (line,) = refusal(set_path(stack_raw("prod"), "mig.configMapName", ""))
-    assert line.startswith("mig: configMapName '' must be a DNS subdomain")
+    assert line.startswith("mig.configMapName: '' must be a DNS subdomain")
 
 
 def test_an_invalid_containerd_config_path_is_refused_before_anything_is_built() -> None:

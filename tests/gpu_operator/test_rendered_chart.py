@@ -210,7 +210,7 @@ VARIANTS = {
             "owner": "operator",
             "version": "580.95.05",
             "kernelModuleType": "proprietary",
-            "usePrecompiled": True,
+            "usePrecompiled": False,  # true with a full version is refused (precompiled images are per branch)
             "upgradePolicy": {
                 "autoUpgrade": False,
                 "maxParallelUpgrades": 3,

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import tarfile
+from pathlib import Path
+
 import pytest
 from pulumi_policy import EnforcementLevel
 
+from components.catalog.upstream import GPU_OPERATOR_CHART
 from policies.gpu_policies.helm import helm_chart_version_pinned, helm_repository_allowed
+from tests.helpers import ROOT
 from tests.policies.support import RELEASE_TYPE, config_for, operator_release, run_resource
 
 V4_CHART = "kubernetes:helm.sh/v4:Chart"
@@ -80,3 +86,50 @@ def test_a_local_chart_needs_allow_local_charts() -> None:
 def test_defaults_apply_when_the_caller_sends_no_config() -> None:
     props = {**operator_release(), "repositoryOpts": {"repo": "https://evil.example.com"}}
     assert len(run_resource(helm_repository_allowed, RELEASE_TYPE, props, config={}).messages) == 1
+
+
+# A mirrored copy of the pinned chart (gpuOperator.chartPath): the content is the pin.
+
+PINNED_FOLDER = ROOT / GPU_OPERATOR_CHART.path
+
+
+def _local(chart: str) -> dict:
+    props = operator_release()
+    del props["version"], props["repositoryOpts"]
+    props["chart"] = chart
+    return props
+
+
+def _pack(folder: Path, archive: Path) -> Path:
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname=GPU_OPERATOR_CHART.strip_prefix)
+    return archive
+
+
+@pytest.mark.parametrize("form", ["relative folder", "absolute folder", "archive"])
+def test_a_mirrored_copy_of_the_pinned_chart_passes_both_rules(form: str, tmp_path: Path) -> None:
+    chart = {
+        "relative folder": GPU_OPERATOR_CHART.path,
+        "absolute folder": str(PINNED_FOLDER),
+        "archive": str(_pack(PINNED_FOLDER, tmp_path / GPU_OPERATOR_CHART.archive)),
+    }[form]
+    props = _local(chart)
+    assert run_resource(helm_chart_version_pinned, RELEASE_TYPE, props).messages == []
+    assert run_resource(helm_repository_allowed, RELEASE_TYPE, props).messages == []
+
+
+def test_an_edited_local_chart_is_still_refused_by_both_rules(tmp_path: Path) -> None:
+    edited = tmp_path / "gpu-operator"
+    shutil.copytree(PINNED_FOLDER, edited)
+    (edited / "values.yaml").write_text((edited / "values.yaml").read_text() + "\n# edited\n")
+    for chart in (str(edited), str(tmp_path / "missing")):
+        pinned = run_resource(helm_chart_version_pinned, RELEASE_TYPE, _local(chart), name="op")
+        assert pinned.messages and "pins no chart version" in pinned.messages[0]
+        repository = run_resource(helm_repository_allowed, RELEASE_TYPE, _local(chart), name="op")
+        assert repository.messages and "names no repository" in repository.messages[0]
+
+
+def test_a_mirrored_chart_passes_only_while_its_repository_is_allowed() -> None:
+    settings = config_for(helm_repository_allowed, allowedRepositories=["https://charts.example.com"])
+    outcome = run_resource(helm_repository_allowed, RELEASE_TYPE, _local(str(PINNED_FOLDER)), config=settings)
+    assert outcome.messages and "names no repository" in outcome.messages[0]

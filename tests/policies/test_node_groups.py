@@ -32,7 +32,7 @@ def test_a_gpu_group_without_taints_is_refused_as_mandatory() -> None:
     outcome = run_resource(gpu_node_group_tainted, NODE_GROUP_TYPE, node_group(taints=[]), name="gpu-v100-group")
     assert outcome.messages == [
         "GPU node group gpu-v100-group has no NoSchedule taint (taints: none), so any pod can be scheduled onto "
-        "its GPU nodes and hold them; add one, for example nvidia.com/gpu=true:NoSchedule, and give GPU "
+        "its GPUs and hold them; add one, for example nvidia.com/gpu=true:NoSchedule, and give GPU "
         "workloads the matching toleration"
     ]
     assert gpu_node_group_tainted.enforcement_level is EnforcementLevel.MANDATORY
@@ -40,7 +40,7 @@ def test_a_gpu_group_without_taints_is_refused_as_mandatory() -> None:
 
 def test_prefer_no_schedule_alone_does_not_keep_pods_off() -> None:
     outcome = run_resource(gpu_node_group_tainted, NODE_GROUP_TYPE, node_group(taints=["gpu=yes:PreferNoSchedule"]))
-    assert "has no NoSchedule taint (taints: ['gpu=yes:PreferNoSchedule'])" in outcome.text
+    assert "has no NoSchedule taint (taints: gpu=yes:PreferNoSchedule)" in outcome.text
 
 
 def test_a_malformed_taint_is_reported_with_the_catalogs_reason() -> None:
@@ -122,15 +122,28 @@ def test_a_bare_metal_gpu_node_declaring_a_noschedule_taint_passes() -> None:
 def test_a_bare_metal_gpu_node_without_a_noschedule_taint_is_refused(declared: str | None) -> None:
     outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch(declared), name="gpu-node-1")
     assert len(outcome.messages) == 1
-    assert outcome.messages[0].startswith("bare-metal GPU node gpu-node-1 declares no NoSchedule taint")
+    assert outcome.messages[0].startswith("bare-metal GPU node gpu-node-1 has no NoSchedule taint")
     assert "bareMetal.nodes[i].taints" in outcome.messages[0] and "allowUntainted" in outcome.messages[0]
     assert bare_metal_gpu_node_tainted.enforcement_level is EnforcementLevel.MANDATORY
 
 
 def test_a_malformed_declared_taint_is_reported_with_the_catalogs_reason() -> None:
-    outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch("nvidia.com/gpu:NoSchedule"))
-    assert outcome.messages[0].startswith("bare-metal GPU node r: taint 'nvidia.com/gpu:NoSchedule' is not of the form")
+    outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch("nvidia.com/gpu:Never"))
+    assert outcome.messages[0].startswith("bare-metal GPU node r: taint 'nvidia.com/gpu:Never': effect 'Never'")
     assert len(outcome.messages) == 2
+
+
+def test_a_declared_taint_without_a_value_counts_and_a_repeated_one_is_reported() -> None:
+    assert (
+        run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch("nvidia.com/gpu:NoSchedule")).messages
+        == []
+    )
+    repeated = "nvidia.com/gpu=true:NoSchedule,nvidia.com/gpu=false:NoSchedule"
+    outcome = run_resource(bare_metal_gpu_node_tainted, NODE_PATCH_TYPE, _node_patch(repeated))
+    assert outcome.messages == [
+        "bare-metal GPU node r: taint nvidia.com/gpu=false:NoSchedule repeats key 'nvidia.com/gpu' with effect "
+        "NoSchedule; keep one"
+    ]
 
 
 def test_an_accepted_untainted_node_and_a_non_gpu_patch_are_not_refused() -> None:

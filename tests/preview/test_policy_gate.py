@@ -11,6 +11,7 @@ import base64
 import copy
 import json
 import subprocess
+import tarfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from components.catalog.kubeflow.v1_10_2.credentials import (
     PUBLIC_DEFAULT_CREDENTIALS,
 )
 from components.catalog.mig import mig_gpu
+from components.catalog.upstream import GPU_OPERATOR_CHART
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.names import DECLARED_TAINTS_ANNOTATION, GPU_NODE_LABEL, NODE_GROUP_TYPE, OPT_IN_LABEL
 from preview.mocks import SECRET_MASK, Registration
@@ -712,3 +714,28 @@ def test_the_preview_exits_2_when_the_policy_config_drifts(tmp_path: Path) -> No
     assert (
         "dev.json: driver-supports-cuda.requiredCuda is '12.4' but the stack's cuda.version is '12.6'" in result.stderr
     )
+
+
+@pytest.mark.parametrize("form", ["folder", "archive"])
+def test_a_mirrored_pinned_chart_passes_the_gate_end_to_end(form: str, tmp_path: Path) -> None:
+    """gpuOperator.chartPath to the pinned chart (docs/operations.md, Air-gapped install): exit 0, no helm finding."""
+    pinned = ROOT / GPU_OPERATOR_CHART.path
+    config = _without_kubeflow()
+    if form == "folder":
+        chart = GPU_OPERATOR_CHART.path  # relative to the project folder, as the docs write it
+    else:
+        chart = str(tmp_path / GPU_OPERATOR_CHART.archive)
+        with tarfile.open(chart, "w:gz") as tar:
+            tar.add(pinned, arcname=GPU_OPERATOR_CHART.strip_prefix)
+    config[OPERATOR_KEY] = {**config[OPERATOR_KEY], "chartPath": chart}
+    project = project_copy(tmp_path, "dev", config)
+    (project / GPU_OPERATOR_CHART.path).parent.mkdir(parents=True)
+    (project / GPU_OPERATOR_CHART.path).symlink_to(pinned, target_is_directory=True)
+    out = tmp_path / "out"
+    result = preview_cli("dev", "--root", str(project), "--out", str(out), "--quiet", "--no-base")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((out / "dev" / REPORT_NAME).read_text())
+    assert [entry for entry in report if entry["policy"].startswith("helm-")] == []
+    assert [entry for entry in report if entry["enforcement"] == "mandatory"] == []
+    release = json.loads((out / "dev" / "resources.json").read_text())
+    assert chart in json.dumps(release), "the release installs from the mirrored chart"

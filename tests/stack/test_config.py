@@ -43,14 +43,20 @@ def test_unknown_key_is_refused_with_the_allowed_keys() -> None:
 
 
 def test_malformed_taint() -> None:
-    lines = refusal(set_path(stack_raw("dev"), f"{V100}.taints", ["nvidia.com/gpu:NoSchedule"]))
-    assert any(line.startswith(f"{V100}.taints[0]: taint 'nvidia.com/gpu:NoSchedule'") for line in lines)
+    lines = refusal(set_path(stack_raw("dev"), f"{V100}.taints", ["nvidia.com/gpu:Never"]))
+    assert any(line.startswith(f"{V100}.taints[0]: taint 'nvidia.com/gpu:Never': effect 'Never'") for line in lines)
+
+
+def test_a_taint_without_a_value_is_accepted_and_sent_to_yandex_with_the_equals_sign() -> None:
+    stack = parse_stack_config(set_path(stack_raw("dev"), f"{V100}.taints", ["nvidia.com/gpu:NoSchedule"]))
+    assert stack.node_groups["v100"].taints == ["nvidia.com/gpu=:NoSchedule"]
 
 
 def test_gpu_group_needs_a_noschedule_taint() -> None:
     lines = refusal(set_path(stack_raw("dev"), f"{V100}.taints", ["a=b:PreferNoSchedule"]))
     assert any(
-        line.startswith(f"{V100}.taints: a GPU node group needs at least one NoSchedule taint") for line in lines
+        line.startswith(f"{V100}.taints: a GPU node group has no NoSchedule taint (taints: a=b:PreferNoSchedule)")
+        for line in lines
     )
 
 

@@ -29,7 +29,7 @@ def test_maintenance_windows_outside_one_to_24_hours_are_refused(duration: str) 
     (line,) = refusal(set_path(stack_raw("dev"), f"{V100}.maintenance.windows", windows))
     assert (
         line
-        == f"{V100}.maintenance.windows[0]: duration {duration!r} must be from 1h to 24h (Yandex maintenance windows)"
+        == f"{V100}.maintenance.windows[0].duration: duration {duration!r} must be from 1h to 24h (Yandex maintenance windows)"
     )
 
 
