@@ -75,7 +75,9 @@ def driver_upgrade_plan(previous_outputs: Path | None, outputs: Mapping[str, Any
     lines = []
     if previous is not None and previous.get("mode") == "nvidiaDriver" and drivers.get("mode") == "clusterPolicy":
         lines.append(BACK_TO_CLUSTER_POLICY)
-    lines += [f"Driver upgrade plan ({drivers['mode']}; a step starts once the previous step's proof and smoke Jobs pass):"]
+    lines += [
+        f"Driver upgrade plan ({drivers['mode']}; a step starts once the previous step's proof and smoke Jobs pass):"
+    ]
     canaries = any(entry["canary"] for entry in pools.values())
     for step, names in enumerate(drivers["order"], start=1):
         label = "canary" if canaries and step == 1 else "rest" if canaries else "all pools"

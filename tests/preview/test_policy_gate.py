@@ -505,7 +505,8 @@ def test_the_preview_writes_the_report_the_rendered_objects_and_prints_the_verdi
     assert cluster_policy["kind"] == "ClusterPolicy"
     # dev runs two driver branches: the plan is printed, and each NVIDIADriver is written for review
     assert (
-        "Driver upgrade plan (nvidiaDriver; a step starts once the previous step's proof and smoke Jobs pass):" in result.stdout
+        "Driver upgrade plan (nvidiaDriver; a step starts once the previous step's proof and smoke Jobs pass):"
+        in result.stdout
     )
     assert "    v100: driver 580.95.05 (" in result.stdout and "    a100: driver 595.91.07 (" in result.stdout
     for group in ("a100", "v100"):
