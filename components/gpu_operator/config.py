@@ -164,8 +164,13 @@ OWNED_EXTRA_VALUES: dict[tuple[str, ...], str] = {
     ("driver", "usePrecompiled"): "gpuOperator.driver.usePrecompiled (or a pool's driver.usePrecompiled)",
     ("driver", "kernelModuleType"): "gpuOperator.driver.kernelModuleType (or a pool's driver.kernelModuleType)",
     ("driver", "upgradePolicy"): "gpuOperator.driver.upgradePolicy (or a pool's driver.upgradePolicy)",
+    # The operator gives a node to the one non-default NVIDIADriver that selects it, else to the default one, else
+    # to none: no owner label, no driver, no error (catalog.nvidia_driver, "Who owns a node"); the switch on
+    # without per-pool drivers leaves every node without one, off with them has the ClusterPolicy ignore ours,
+    # and its default resource runs the chart's default driver on nodes the program does not declare.
     ("driver", "nvidiaDriverCRD"): "a pool's own driver (nodeGroups.<name>.driver, bareMetal.nodes[i].driver): "
-    "the program writes one NVIDIADriver per distinct driver",
+    "the program writes one NVIDIADriver per distinct driver, each selecting exactly its pools' nodes, and a node "
+    "no NVIDIADriver selects gets no driver",
     ("toolkit", "enabled"): "gpuOperator.toolkit",
     ("mig", "strategy"): "mig.strategy",
     ("migManager", "enabled"): "gpuOperator.migManager",

@@ -22,37 +22,6 @@ from components.catalog.names import (
 )
 from components.gpu_operator.config import GpuOperatorConfig
 from components.gpu_operator.drivers import DriverGroup
-from components.gpu_operator.pool_config import UpgradePolicy
-
-
-def upgrade_policy_spec(policy: UpgradePolicy) -> dict[str, Any]:
-    """The upgrade policy as the NVIDIADriver CRD spells it (``podDeletion``, where values say ``gpuPodDeletion``).
-
-    Empty pod selectors are left out, as the chart's own template leaves them out.
-    """
-    wait: dict[str, Any] = {"timeoutSeconds": policy.wait_for_completion.timeout_seconds}
-    if policy.wait_for_completion.pod_selector:
-        wait["podSelector"] = policy.wait_for_completion.pod_selector
-    drain: dict[str, Any] = {
-        "enable": policy.drain.enable,
-        "force": policy.drain.force,
-        "timeoutSeconds": policy.drain.timeout_seconds,
-        "deleteEmptyDir": policy.drain.delete_empty_dir,
-    }
-    if policy.drain.pod_selector:
-        drain["podSelector"] = policy.drain.pod_selector
-    return {
-        "autoUpgrade": policy.auto_upgrade,
-        "maxParallelUpgrades": policy.max_parallel_upgrades,
-        "maxUnavailable": policy.max_unavailable,
-        "waitForCompletion": wait,
-        "podDeletion": {
-            "force": policy.gpu_pod_deletion.force,
-            "timeoutSeconds": policy.gpu_pod_deletion.timeout_seconds,
-            "deleteEmptyDir": policy.gpu_pod_deletion.delete_empty_dir,
-        },
-        "drain": drain,
-    }
 
 
 def nvidia_driver_object(
@@ -82,7 +51,7 @@ def nvidia_driver_object(
         "rdma": {"enabled": False, "useHostMofed": False},
         "tolerations": [dict(t) for t in values["daemonsets"]["tolerations"]],
         "priorityClassName": operator.priority_class_name,
-        "upgradePolicy": upgrade_policy_spec(driver.upgrade_policy),
+        "upgradePolicy": driver.upgrade_policy.spelled(crd=True),
     }
     return {
         "apiVersion": crd.API_VERSION,

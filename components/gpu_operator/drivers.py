@@ -249,7 +249,6 @@ def plan_driver(
     problems.extend(_pool_problems(operator, pools, pool_drivers, context))
     groups = _groups(pool_drivers)
     problems.extend(_budget_problems(groups))
-    problems.extend(_ownership_values_problems(operator, groups))
     if problems:
         return None, problems
     return DriverPlan(plan.owner, plan.version, plan.config_key, plan.explicit, pool_drivers, groups), []
@@ -401,33 +400,6 @@ def _budget_problems(groups: Sequence[DriverGroup]) -> Iterator[Problem]:
                 "nodes in one budget) to be upgraded at once, so a driver change could never progress; allow at "
                 "least one node",
             )
-
-
-def _ownership_values_problems(operator: GpuOperatorConfig, groups: Sequence[DriverGroup]) -> Iterator[Problem]:
-    """Every GPU pool is selected by exactly one NVIDIADriver: ``extraValues`` may not change how.
-
-    The operator gives a node to the one non-default NVIDIADriver that selects it, else to the ``default`` one,
-    else to none: no owner label, no driver, no error (``components.catalog.nvidia_driver``, Who owns a node).
-    The program declares the resources itself, so ``extraValues`` may not switch the chart's
-    ``driver.nvidiaDriverCRD`` (on without per-pool drivers: no resource, or the chart's default version on
-    every node; off with them: ours are ignored; its default resource or selector: nodes the program does
-    not declare). Within the program each pool's nodes carry their group's label, which no pool label may
-    replace (``names.OWNED_NODE_LABELS``), and each group's resource selects exactly that label.
-    """
-    crd_values = operator.extra_values.get("driver", {}).get("nvidiaDriverCRD")
-    per_pool = len(groups) > 1
-    if isinstance(crd_values, dict) and crd_values:
-        where = join_path(OPERATOR_PATH, "extraValues", "driver", "nvidiaDriverCRD")
-        mode = (
-            "one NVIDIADriver per driver group (enabled, no default resource)"
-            if per_pool
-            else "the ClusterPolicy's one driver (disabled)"
-        )
-        yield Problem(
-            where,
-            f"is set by the program: this stack runs {mode}, and a node no NVIDIADriver selects gets no driver; "
-            "remove it (give pools their own driver key to get NVIDIADriver resources)",
-        )
 
 
 def _smoke_and_toolkit_problems(

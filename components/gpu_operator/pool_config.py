@@ -9,7 +9,7 @@ stack that sets none of them runs one driver, exactly as before.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -75,6 +75,34 @@ class UpgradePolicy(ConfigModel):
             problem = label_selector_problem(selector)
             if problem:
                 yield Problem(join_path(path, key, "podSelector"), problem)
+
+    def spelled(self, *, crd: bool) -> dict[str, Any]:
+        """The policy as the chart's ``driver.upgradePolicy`` values spell it, or (``crd``) as the NVIDIADriver
+        CRD's ``spec.upgradePolicy`` does: ``podDeletion`` where the values say ``gpuPodDeletion``, and empty pod
+        selectors left out, as the chart's own template leaves them out (gpu-operator v26.7.0
+        ``api/nvidia/v1alpha1/nvidiadriver_types.go``, ``deployments/gpu-operator/values.yaml``)."""
+        wait: dict[str, Any] = {"timeoutSeconds": self.wait_for_completion.timeout_seconds}
+        drain: dict[str, Any] = {
+            "enable": self.drain.enable,
+            "force": self.drain.force,
+            "timeoutSeconds": self.drain.timeout_seconds,
+            "deleteEmptyDir": self.drain.delete_empty_dir,
+        }
+        for block, selector in ((wait, self.wait_for_completion.pod_selector), (drain, self.drain.pod_selector)):
+            if selector or not crd:
+                block["podSelector"] = selector
+        return {
+            "autoUpgrade": self.auto_upgrade,
+            "maxParallelUpgrades": self.max_parallel_upgrades,
+            "maxUnavailable": self.max_unavailable,
+            "podDeletion" if crd else "gpuPodDeletion": {
+                "force": self.gpu_pod_deletion.force,
+                "timeoutSeconds": self.gpu_pod_deletion.timeout_seconds,
+                "deleteEmptyDir": self.gpu_pod_deletion.delete_empty_dir,
+            },
+            "drain": drain,
+            "waitForCompletion": wait,
+        }
 
 
 class PoolDriverConfig(ConfigModel):

@@ -19,37 +19,11 @@ from components.catalog.names import GPU_NODE_LABEL
 from components.catalog.pools import GpuPool, gpu_taints
 from components.gpu_operator.config import GpuOperatorConfig
 from components.gpu_operator.drivers import OPERATOR_PATH, DriverPlan
-from components.gpu_operator.pool_config import UpgradePolicy
 
 
 def _covered(defaults: Iterable[chart.Toleration], taint: Taint) -> bool:
     """True when a chart default toleration already tolerates ``taint``."""
     return any(tolerates(default.to_values(), taint) for default in defaults)
-
-
-def upgrade_policy_values(policy: UpgradePolicy) -> dict[str, Any]:
-    """An upgrade policy as the chart's ``driver.upgradePolicy`` values spell it."""
-    return {
-        "autoUpgrade": policy.auto_upgrade,
-        "maxParallelUpgrades": policy.max_parallel_upgrades,
-        "maxUnavailable": policy.max_unavailable,
-        "gpuPodDeletion": {
-            "force": policy.gpu_pod_deletion.force,
-            "timeoutSeconds": policy.gpu_pod_deletion.timeout_seconds,
-            "deleteEmptyDir": policy.gpu_pod_deletion.delete_empty_dir,
-        },
-        "drain": {
-            "enable": policy.drain.enable,
-            "force": policy.drain.force,
-            "podSelector": policy.drain.pod_selector,
-            "timeoutSeconds": policy.drain.timeout_seconds,
-            "deleteEmptyDir": policy.drain.delete_empty_dir,
-        },
-        "waitForCompletion": {
-            "timeoutSeconds": policy.wait_for_completion.timeout_seconds,
-            "podSelector": policy.wait_for_completion.pod_selector,
-        },
-    }
 
 
 def build_values(
@@ -98,7 +72,7 @@ def build_values(
         values["driver"].update(
             {
                 "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": False},
-                "upgradePolicy": upgrade_policy_values(operator.driver.upgrade_policy),
+                "upgradePolicy": operator.driver.upgrade_policy.spelled(crd=False),
             }
         )
     elif plan.owner == "operator":
@@ -107,7 +81,7 @@ def build_values(
                 "version": plan.version,
                 "kernelModuleType": operator.driver.kernel_module_type,
                 "usePrecompiled": operator.driver.use_precompiled,
-                "upgradePolicy": upgrade_policy_values(operator.driver.upgrade_policy),
+                "upgradePolicy": operator.driver.upgrade_policy.spelled(crd=False),
             }
         )
     disable_symlinks = operator.disable_dev_char_symlinks

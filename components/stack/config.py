@@ -99,6 +99,11 @@ class StackConfig(ConfigModel):
         """
         return _attributed(problems, *self._written)
 
+    @property
+    def gpu_node_groups(self) -> dict[str, NodeGroupConfig]:
+        """The node groups that are GPU pools (a group with ``gpus: 0`` is a CPU group the program leaves alone)."""
+        return {name: group for name, group in self.node_groups.items() if group.resources.gpus > 0}
+
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
         keys: set[str] = set()
@@ -134,7 +139,7 @@ class StackConfig(ConfigModel):
         yield from self.gpu_operator.problems("gpuOperator")
         handover = {name: group.host_driver_removal for name, group in self.node_groups.items()}
         yield from kubernetes_problems(self.cluster.kubernetes_minor, self.node_agent, handover)
-        pool_names = [name for name, group in self.node_groups.items() if group.resources.gpus > 0]
+        pool_names = list(self.gpu_node_groups)
         pool_names += [node.name for node in self.bare_metal.nodes] if self.bare_metal else []
         yield from self.smoke_test.problems("smokeTest", pool_names)
         if self.kubeflow is not None and self.kubeflow.enabled:
@@ -155,8 +160,7 @@ class StackConfig(ConfigModel):
         owner = self.gpu_operator.driver.owner
         pools = [
             (join_path("nodeGroups", name), group.driver, group.labels, group.gpu_environment == "runc")
-            for name, group in self.node_groups.items()
-            if group.resources.gpus > 0
+            for name, group in self.gpu_node_groups.items()
         ]
         pools += [
             (join_path("bareMetal", "nodes", index), node.driver, node.labels, owner == "operator")

@@ -179,10 +179,7 @@ class Plan:
     @property
     def node_agent_pools(self) -> tuple[GpuPool, ...]:
         """Pools the node agent works on: hand-over pools, and MIG pools when layouts go through it."""
-        if not self.operator:
-            return ()
-        mig = self.config.node_agent.mig_layout
-        return tuple(pool for pool in self.pools if pool.host_driver_removal or (mig and pool.name in self.mig.pools))
+        return _agent_pools(self.config, self.pools, self.mig) if self.operator else ()
 
 
 def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> Plan:
@@ -274,6 +271,13 @@ def _kubeflow_fleet(pools: tuple[GpuPool, ...], mig: MigPlanResult) -> GpuFleet:
     return GpuFleet(tuple(offered), mig.strategy)
 
 
+def _agent_pools(stack: StackConfig, pools: tuple[GpuPool, ...], mig: MigPlanResult) -> tuple[GpuPool, ...]:
+    """The one answer to "does the node agent run, and where": hand-over pools, and MIG pools when layouts go
+    through it (the plan's ``node_agent_pools`` and the observability facts both ask it)."""
+    through_agent = stack.node_agent.mig_layout
+    return tuple(pool for pool in pools if pool.host_driver_removal or (through_agent and pool.name in mig.pools))
+
+
 def _observability(
     stack: StackConfig,
     pools: tuple[GpuPool, ...],
@@ -286,7 +290,7 @@ def _observability(
         operator_namespace=stack.gpu_operator.namespace,
         prometheus_operator=stack.gpu_operator.prometheus_operator,
         operator_driver=driver.owner == "operator",
-        node_agent=any(pool.host_driver_removal for pool in pools) or (stack.node_agent.mig_layout and bool(mig.pools)),
+        node_agent=bool(_agent_pools(stack, pools, mig)),
         smoke_jobs=tuple(target.job_name for target in targets),
     )
     return plan_observability(stack.observability, pools, facts)

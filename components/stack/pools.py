@@ -32,8 +32,7 @@ def gpu_pools(stack: StackConfig) -> tuple[GpuPool, ...]:
             labels=dict(group.labels),
             revision=replacement_key(group),
         )
-        for name, group in sorted(stack.node_groups.items())
-        if group.resources.gpus > 0
+        for name, group in sorted(stack.gpu_node_groups.items())
     ]
     if stack.bare_metal is not None:
         driverless = driverless_hosts(stack.gpu_operator, bare_metal=True)
@@ -70,8 +69,7 @@ def driver_requests(stack: StackConfig) -> dict[str, PoolDriverRequest]:
     or of a bare-metal node)."""
     requests = {
         name: PoolDriverRequest(join_path("nodeGroups", name, "driver"), group.driver)
-        for name, group in stack.node_groups.items()
-        if group.resources.gpus > 0
+        for name, group in stack.gpu_node_groups.items()
     }
     if stack.bare_metal is not None:
         for index, node in enumerate(stack.bare_metal.nodes):

@@ -180,7 +180,7 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
         platform.drivers = _gpu_drivers(plan, provider, "gpu-drivers", driver_plan.later_groups, later_prerequisites)
         smoke_prerequisites = platform.drivers.ready
     if driver_plan.owner == "operator" and driver_plan.later_groups:
-        step = "rest" if canary_pools else "all"  # one name in both driver modes: the same Job URN
+        step = "main"  # one name with and without canaries, in both driver modes: the same Job URN
         smoke_prerequisites = _proof(plan, platform, step, driver_plan.later_groups, smoke_prerequisites)
     elif driver_plan.owner == "host" and smoke:
         # The hosts own the driver: the proof closes the MIG layouts of the pools the program re-partitions.

@@ -120,7 +120,7 @@ def test_no_step_waits_on_an_nvidiadrivers_status(dev: ProgramRun) -> None:
 
 def test_smoke_jobs_wait_for_their_pools_declared_driver_after_the_steps_proof(dev: ProgramRun) -> None:
     drivers = {r.inputs["spec"]["nodeSelector"][DRIVER_GROUP_LABEL]: r for r in dev.by_type(NVIDIA_DRIVER_TYPE)}
-    proof = dev.one(JOB, "gpu-proof-all-job")
+    proof = dev.one(JOB, "gpu-proof-main-job")
     assert {driver.urn for driver in drivers.values()} <= set(proof.dependencies)
     smoke = [job for job in dev.by_type(JOB) if job is not proof]
     assert smoke
@@ -341,5 +341,5 @@ def test_extra_values_may_not_change_who_selects_the_nodes(per_pool: bool, crd_v
     with pytest.raises(StackConfigError) as caught:
         plan_raw(raw)
     (message,) = [line for line in str(caught.value).splitlines() if "nvidiaDriverCRD" in line]
-    assert message.strip().startswith("gpuOperator.extraValues.driver.nvidiaDriverCRD: is set by the program")
+    assert message.strip().startswith("gpuOperator.extraValues.driver.nvidiaDriverCRD: is set by gpu-platform")
     assert "a node no NVIDIADriver selects gets no driver" in message

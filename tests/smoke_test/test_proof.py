@@ -36,7 +36,7 @@ def _settings(job: Any) -> ProofSettings:
 
 
 def test_dev_proves_both_pools_on_their_own_nvidiadriver_and_version(dev: ProgramRun) -> None:
-    proof = dev.one(JOB, "gpu-proof-all-job")
+    proof = dev.one(JOB, "gpu-proof-main-job")
     settings = _settings(proof)
     by_pool = {pool.pool: pool for pool in settings.pools}
     assert set(by_pool) == {"v100", "a100"}
@@ -52,7 +52,7 @@ def test_dev_proves_both_pools_on_their_own_nvidiadriver_and_version(dev: Progra
 
 
 def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only(dev: ProgramRun) -> None:
-    proof = dev.one(JOB, "gpu-proof-all-job")
+    proof = dev.one(JOB, "gpu-proof-main-job")
     pod = proof.inputs["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == ACCOUNT
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -72,16 +72,16 @@ def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only(dev: ProgramR
 
 def test_a_changed_driver_is_a_new_proof_job(dev: ProgramRun) -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver.version", "595.100.01")
-    after = run_raw("dev", raw).one(JOB, "gpu-proof-all-job")
-    before = dev.one(JOB, "gpu-proof-all-job")
+    after = run_raw("dev", raw).one(JOB, "gpu-proof-main-job")
+    before = dev.one(JOB, "gpu-proof-main-job")
     assert after.inputs["metadata"]["name"] != before.inputs["metadata"]["name"]
-    assert after.inputs["metadata"]["name"].startswith("gpu-proof-all-")
+    assert after.inputs["metadata"]["name"].startswith("gpu-proof-main-")
 
 
 def test_the_clusterpolicy_driver_is_one_step_without_an_owner() -> None:
     raw = set_path(stack_raw("dev"), "nodeGroups.a100.driver", {"cuda": "12.6"})
     run = run_raw("dev", raw)
-    proof = run.one(JOB, "gpu-proof-all-job")
+    proof = run.one(JOB, "gpu-proof-main-job")
     assert {(p.pool, p.owner, p.driver_version) for p in _settings(proof).pools} == {
         ("v100", "", "580.95.05"),
         ("a100", "", "580.95.05"),
@@ -161,4 +161,4 @@ def test_a_failed_canary_proof_keeps_the_other_pools_driver_and_every_smoke_job_
         run_program("dev", overrides=as_overrides(_canary_dev()))
     assert "gpu-platform-v100" in sent and "gpu-platform-a100" not in sent
     assert not [name for name in sent if name.startswith("gpu-smoke-")]
-    assert not [name for name in sent if name.startswith("gpu-proof-rest-")]
+    assert not [name for name in sent if name.startswith("gpu-proof-main-")]

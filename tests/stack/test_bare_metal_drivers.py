@@ -107,7 +107,7 @@ def test_canary_node_then_its_smoke_jobs_then_the_other_nodes(prod: ProgramRun) 
     canary_jobs = _jobs(prod, "gpu-node-1")
     rest_jobs = [*_jobs(prod, "gpu-node-2"), *_jobs(prod, "gpu-node-3")]
     assert canary_jobs and rest_jobs
-    canary_proof, rest_proof = prod.one(JOB, "gpu-proof-canary-job"), prod.one(JOB, "gpu-proof-rest-job")
+    canary_proof, rest_proof = prod.one(JOB, "gpu-proof-canary-job"), prod.one(JOB, "gpu-proof-main-job")
     assert release.urn in canary.dependencies
     assert canary.urn in canary_proof.dependencies and canary_proof.urn in rest.dependencies
     for job in canary_jobs:

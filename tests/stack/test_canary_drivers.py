@@ -58,7 +58,7 @@ def test_canary_then_its_smoke_jobs_then_the_rest(canary: ProgramRun) -> None:
     (canary_job,) = _jobs(canary, "v100")
     (rest_job,) = _jobs(canary, "a100")
     canary_proof = canary.one(JOB, "gpu-proof-canary-job")
-    rest_proof = canary.one(JOB, "gpu-proof-rest-job")
+    rest_proof = canary.one(JOB, "gpu-proof-main-job")
     assert release.urn in canary_driver.dependencies
     assert canary_driver.urn in canary_proof.dependencies  # each node of the canary proven, then its smoke Jobs
     assert canary_proof.urn in canary_job.dependencies
