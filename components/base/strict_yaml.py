@@ -15,6 +15,7 @@ still name the line.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -173,23 +174,33 @@ def load_with_lines(text: str, duplicate_note: str = "") -> tuple[Any, dict[KeyP
     return _read(text, lines, duplicate_note), lines
 
 
-def _note_lines(root: Node, lines: dict[KeyPath, int]) -> None:
-    """Fill ``lines`` from the composed node tree (each distinct node visited once: aliases are not expanded)."""
+def _entries(root: Node) -> Iterator[tuple[KeyPath, int, bool]]:
+    """Every key path below ``root`` with the 1-based line it was written on and whether it is a mapping key
+    (else a sequence item), in document order within each node; each distinct node is expanded once, so an
+    alias's contents are not listed again under the alias."""
     seen: set[int] = set()
-    pending: list[tuple[KeyPath, Node, int]] = [((), root, root.start_mark.line + 1)]
+    pending: list[tuple[KeyPath, Node]] = [((), root)]
     while pending:
-        path, node, line = pending.pop()
-        lines.setdefault(path, line)
+        path, node = pending.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, MappingNode):
             for key_node, value_node in node.value:
                 if isinstance(key_node, ScalarNode):
-                    pending.append(((*path, key_node.value), value_node, key_node.start_mark.line + 1))
+                    yield (*path, key_node.value), key_node.start_mark.line + 1, True
+                    pending.append(((*path, key_node.value), value_node))
         elif isinstance(node, SequenceNode):
             for index, item in enumerate(node.value):
-                pending.append(((*path, index), item, item.start_mark.line + 1))
+                yield (*path, index), item.start_mark.line + 1, False
+                pending.append(((*path, index), item))
+
+
+def _note_lines(root: Node, lines: dict[KeyPath, int]) -> None:
+    """Fill ``lines`` from the composed node tree."""
+    lines.setdefault((), root.start_mark.line + 1)
+    for path, line, _ in _entries(root):
+        lines.setdefault(path, line)
 
 
 def key_path_at(text: str, line: int) -> KeyPath | None:
@@ -203,22 +214,9 @@ def key_path_at(text: str, line: int) -> KeyPath | None:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except (yaml.YAMLError, RecursionError):
         return None
-    seen: set[int] = set()
-    pending: list[tuple[KeyPath, Node]] = [((), root)] if root is not None else []
-    while pending:
-        path, node = pending.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, MappingNode):
-            for key_node, value_node in node.value:
-                if isinstance(key_node, ScalarNode):
-                    if key_node.start_mark.line + 1 == line:
-                        return (*path, key_node.value)
-                    pending.append(((*path, key_node.value), value_node))
-        elif isinstance(node, SequenceNode):
-            pending.extend(((*path, index), item) for index, item in enumerate(node.value))
-    return None
+    if root is None:
+        return None
+    return next((path for path, at, is_key in _entries(root) if is_key and at == line), None)
 
 
 def _read(text: str, lines: dict[KeyPath, int] | None, duplicate_note: str) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.base.kubernetes_args import locked_down_container, non_root_pod_security
 from components.catalog import node_agent as names
 from components.catalog.names import GPU_NODE_LABEL, NODE_AGENT_TYPE, PSA_PRIVILEGED
 from components.node_agent.admission import admission_policies
@@ -268,12 +269,7 @@ class NodeAgent(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(labels=CONTROLLER_LABEL),
                 spec=k8s.core.v1.PodSpecArgs(
                     service_account_name=CONTROLLER,
-                    security_context=k8s.core.v1.PodSecurityContextArgs(
-                        run_as_non_root=True,
-                        run_as_user=names.CONTROLLER_USER,
-                        run_as_group=names.CONTROLLER_USER,
-                        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-                    ),
+                    security_context=non_root_pod_security(names.CONTROLLER_USER),
                     containers=[
                         k8s.core.v1.ContainerArgs(
                             name="controller",
@@ -281,11 +277,7 @@ class NodeAgent(pulumi.ComponentResource):
                             command=[names.AGENT_PYTHON, "-m", "components.node_agent.agent.controller.main"],
                             working_dir=AGENT_DIR,
                             env=env,
-                            security_context=k8s.core.v1.SecurityContextArgs(
-                                allow_privilege_escalation=False,
-                                read_only_root_filesystem=True,
-                                capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-                            ),
+                            security_context=locked_down_container(),
                             resources=k8s.core.v1.ResourceRequirementsArgs(
                                 requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
                             ),

@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.base.kubernetes_args import locked_down_container, non_root_pod_security
 from components.catalog import node_agent as agent_names
 from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS, PROOF_NAMESPACE
 
@@ -210,12 +211,7 @@ def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
     return k8s.core.v1.PodSpecArgs(
         restart_policy="Never",
         service_account_name=ACCOUNT,
-        security_context=k8s.core.v1.PodSecurityContextArgs(
-            run_as_non_root=True,
-            run_as_user=agent_names.CONTROLLER_USER,
-            run_as_group=agent_names.CONTROLLER_USER,
-            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-        ),
+        security_context=non_root_pod_security(agent_names.CONTROLLER_USER),
         containers=[
             k8s.core.v1.ContainerArgs(
                 name="proof",
@@ -228,11 +224,7 @@ def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
                     k8s.core.v1.EnvVarArgs(name="PROOF_SETTINGS", value=json.dumps(settings, sort_keys=True)),
                     k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"),
                 ],
-                security_context=k8s.core.v1.SecurityContextArgs(
-                    allow_privilege_escalation=False,
-                    read_only_root_filesystem=True,
-                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-                ),
+                security_context=locked_down_container(),
                 resources=k8s.core.v1.ResourceRequirementsArgs(
                     requests={"cpu": "10m", "memory": "48Mi"}, limits={"memory": "128Mi"}
                 ),
