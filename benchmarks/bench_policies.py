@@ -13,8 +13,9 @@ import statistics
 import time
 from dataclasses import replace
 
+from preview.gate.config import load_policy_config
+from preview.gate.evaluate import evaluate
 from preview.mocks import Registration
-from preview.policy_gate import evaluate, load_policy_config
 from preview.runner import run_program
 
 RESOURCES = 1_000

@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
-from preview.policy_gate import evaluate, load_policy_config
+from preview.gate.config import load_policy_config
+from preview.gate.evaluate import evaluate
 from preview.rendered import render_registrations
 from preview.runner import REPO_ROOT, run_program
 from preview.stack_file import available_stacks

@@ -109,8 +109,10 @@ def _cache_key(cache: ResultCache, stack: str, root: Path, out_dir: Path) -> str
 
 def _produce(stack: str, root: Path, out_dir: Path) -> Produced | int:
     """Run the program, render, gate: what the preview writes and prints, or the exit code of a refusal."""
+    from preview.gate.config import PolicyConfigError
+    from preview.gate.evaluate import run_gate
+    from preview.gate.report import report_text, verdict_table
     from preview.mig_plan import mig_plan_files, mig_plan_lines
-    from preview.policy_gate import PolicyConfigError, report_text, run_gate, verdict_table
     from preview.render import preview_files, resource_tree
     from preview.rendered import render_program
     from preview.resource_options import option_files

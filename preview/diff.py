@@ -30,7 +30,7 @@ from preview.__main__ import HEAD_LABEL, base_snapshot, preview_stack_guarded
 from preview.baseline import BaselineError, PendingBaseline
 from preview.changes import StackDiff, diff_snapshots, findings_of
 from preview.mig_plan import PLAN_FILE
-from preview.policy_gate import EXIT_MANDATORY_VIOLATION
+from preview.output_folder import EXIT_MANDATORY_VIOLATION
 from preview.refused import EXIT_REFUSED, refused_diff
 from preview.render import write_files
 from preview.rendered_diff import rendered_changes

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from preview.changes import StackDiff
-from preview.policy_gate import PolicyConfigError, config_path, load_policy_config
+from preview.gate.config import PolicyConfigError, config_path, load_policy_config
 from preview.runner import run_program
 from preview.stack_file import StackFileError
 

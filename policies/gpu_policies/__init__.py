@@ -2,7 +2,7 @@
 
 ``PolicyPack(...)`` starts a gRPC server and never returns, so the policies live here and
 ``policies/__main__.py`` only wraps them; tests and the offline pull-request gate
-(``preview/policy_gate.py``) import these lists directly.
+(``preview/gate/``) import these lists directly.
 """
 
 from __future__ import annotations

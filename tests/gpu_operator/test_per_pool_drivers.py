@@ -269,7 +269,7 @@ def test_pools_with_the_same_resolved_driver_share_one_nvidiadriver() -> None:
 
 def test_a_mirrored_driver_registry_reaches_every_nvidiadriver_and_the_gate_sees_it() -> None:
     """extraValues driver.repository (an air-gapped mirror) applies to the NVIDIADrivers as to the chart's own."""
-    from preview.policy_gate import evaluate
+    from preview.gate.evaluate import evaluate
 
     raw = set_path(
         stack_raw("dev"), "gpuOperator.extraValues", {"driver": {"repository": "registry.example.com/nvidia"}}

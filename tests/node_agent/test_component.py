@@ -25,7 +25,8 @@ from components.node_agent.component import AGENT_FILES, agent_sources, config_m
 from components.node_agent.rbac import CONTROLLER_CLUSTER_RULES, EXECUTOR_CLUSTER_RULES
 from components.node_agent.reference import replace_tables
 from components.smoke_test.proof import PROOF_FILES
-from preview.policy_gate import run_gate, verdict_table
+from preview.gate.evaluate import run_gate
+from preview.gate.report import verdict_table
 from preview.render import is_manifest, manifest_of
 from preview.runner import ProgramRun, run_program
 from tests.helpers import ROOT, plan_raw, set_path, stack_raw

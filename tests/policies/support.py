@@ -1,7 +1,7 @@
 """Running one policy on hand-built props, the way the analyzer would.
 
-There is no official test helper in pulumi-policy: these build ``ResourceValidationArgs`` /
-``StackValidationArgs`` directly. Props are wrapped in the analyzer's unknown-checking proxy (so a
+There is no official test helper in pulumi-policy: these build the offline gate's own argument bags
+(``preview.gate.analyzer``, the one emulation of the analyzer), so a policy is tested as the gate runs it. Props are wrapped in the analyzer's unknown-checking proxy (so a
 policy that assumes ``dict``/``list`` fails here as it would under the CLI), and the policy config
 is the schema defaults plus the test's overrides: only the CLI applies defaults by itself.
 """
@@ -12,30 +12,14 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulumi_policy import (
-    Policy,
-    PolicyCustomTimeouts,
-    PolicyResource,
-    PolicyResourceOptions,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
-from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy import Policy, PolicyResource, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from policies.gpu_policies.names import NAMESPACE_TYPE, NODE_GROUP_TYPE
 from policies.gpu_policies.settings import schema_defaults
+from preview.gate.analyzer import NO_OPTIONS as OPTS
+from preview.gate.analyzer import GateResourceArgs, GateStackArgs, PolicyNotApplicable
 
-OPTS = PolicyResourceOptions(
-    protect=False,
-    ignore_changes=[],
-    delete_before_replace=None,
-    aliases=[],
-    custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
-    additional_secret_outputs=[],
-)
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
 
@@ -72,7 +56,7 @@ def run_resource(
 ) -> Outcome:
     """Validate one resource; ``config`` None means the schema defaults."""
     outcome = Outcome()
-    args = ResourceValidationArgs(
+    args = GateResourceArgs(
         resource_type,
         unknown_checking_proxy(copy.deepcopy(props)),
         urn(resource_type, name),
@@ -89,7 +73,7 @@ def run_resource(
 
     try:
         assert policy.validate(args, report) is None, "our validators are synchronous"
-    except _NotApplicableError as error:
+    except PolicyNotApplicable as error:
         outcome.not_applicable = error.reason or "not applicable"
     return outcome
 
@@ -108,7 +92,7 @@ def run_stack(
         )
         for kind, name, props in resources
     ]
-    args = StackValidationArgs(policy_resources, config_for(policy) if config is None else config)
+    args = GateStackArgs(policy_resources, config_for(policy) if config is None else config)
 
     def report(message: str, reported_urn: str | None = None) -> None:
         outcome.messages.append(message)
@@ -116,7 +100,7 @@ def run_stack(
 
     try:
         assert policy.validate(args, report) is None, "our validators are synchronous"
-    except _NotApplicableError as error:
+    except PolicyNotApplicable as error:
         outcome.not_applicable = error.reason or "not applicable"
     return outcome
 

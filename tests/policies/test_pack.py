@@ -13,7 +13,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity, 
 
 from policies.gpu_policies import ALL_POLICIES, RESOURCE_POLICIES, STACK_POLICIES
 from policies.gpu_policies.settings import schema_defaults
-from preview.policy_gate import parse_policy_config
+from preview.gate.config import parse_policy_config
 from tests.helpers import ROOT
 
 PACK = ROOT / "policies"

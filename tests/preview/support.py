@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
-from preview.policy_gate import EXIT_MANDATORY_VIOLATION, REPORT_NAME
+from preview.output_folder import EXIT_MANDATORY_VIOLATION, REPORT_NAME
 from preview.rendered import Rendered, render_program
 from preview.runner import ProgramRun, run_program
 from tests.helpers import ROOT

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from pulumi_policy.proxy import unknown_checking_proxy
 
-import preview.policy_gate as gate
+import preview.gate.evaluate as gate_evaluate
 from components.catalog.kubeflow.v1_10_2.credentials import (
     DEFAULT_OIDC_CLIENT_SECRET,
     DEFAULT_PASSWORD_HASH,
@@ -31,20 +31,11 @@ from components.catalog.mig import mig_gpu
 from components.catalog.upstream import GPU_OPERATOR_CHART
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.names import DECLARED_TAINTS_ANNOTATION, GPU_NODE_LABEL, NODE_GROUP_TYPE, OPT_IN_LABEL
-from preview.mocks import SECRET_MASK, Registration
-from preview.policy_gate import (
-    RENDER_CHECK,
-    REPORT_NAME,
-    GateResult,
-    PolicyConfigError,
-    evaluate,
-    load_policy_config,
-    parse_policy_config,
-    run_gate,
-    secret_strings,
-    verdict_table,
-    write_report,
-)
+from preview.gate.config import PolicyConfigError, load_policy_config, parse_policy_config
+from preview.gate.evaluate import RENDER_CHECK, GateResult, evaluate, run_gate
+from preview.gate.report import verdict_table, write_report
+from preview.mocks import SECRET_MASK, Registration, secret_strings
+from preview.output_folder import REPORT_NAME
 from preview.rendered import HELM_RELEASE, render_registrations
 from preview.runner import ProgramRun, run_program
 from preview.stack_file import available_stacks
@@ -618,7 +609,7 @@ def test_plain_props_and_the_analyzer_proxy_give_the_same_findings(stack: str, m
 
     registrations = run_program(stack).registrations
     plain = evaluate(registrations, load_policy_config(stack))
-    monkeypatch.setattr(gate, "analyzer_props", unknown_checking_proxy)
+    monkeypatch.setattr(gate_evaluate, "analyzer_props", unknown_checking_proxy)
     proxied = evaluate(registrations, load_policy_config(stack))
     assert proxied.findings == plain.findings and proxied.not_applicable == plain.not_applicable
 
@@ -691,7 +682,7 @@ def test_the_real_renders_break_no_rule_but_the_known_upstream_ones(stack: str) 
 
 
 def test_a_policy_config_whose_cuda_level_drifts_from_the_stack_is_refused(dev: ProgramRun) -> None:
-    from preview.policy_gate import cuda_drift
+    from preview.gate.config import cuda_drift
 
     cuda = dev.outputs["cuda"]
     assert (

@@ -22,8 +22,8 @@ from components.catalog.upstream import GPU_OPERATOR_CHART
 from policies.gpu_policies.names import pod_spec_path
 from policies.gpu_policies.operands import is_operator_resource, operator_resource_blocks, resource_images
 from policies.gpu_policies.props import get
+from preview.gate.evaluate import RENDER_CHECK, evaluate
 from preview.mocks import SECRET_MASK, Registration
-from preview.policy_gate import RENDER_CHECK, evaluate
 from preview.render_tools import RenderSetupError, find_tool
 from preview.rendered import HELM_RELEASE, Rendered, RenderedObject, render_registrations, split_documents
 from preview.runner import run_program

@@ -200,6 +200,6 @@ def test_one_driver_for_every_node_keeps_the_clusterpolicy_driver() -> None:
 
 
 def test_the_policy_gate_passes_the_driverless_variant(prod: ProgramRun) -> None:
-    from preview.policy_gate import evaluate
+    from preview.gate.evaluate import evaluate
 
     assert [f"{f.policy}: {f.resource}" for f in evaluate(prod.registrations).mandatory] == []
