@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from preview.gate.config import load_policy_config
 from preview.gate.evaluate import evaluate
-from preview.mocks import Registration
-from preview.runner import run_program
+from preview.run.mocks import Registration
+from preview.run.runner import run_program
 
 RESOURCES = 1_000
 RUNS = 15

@@ -33,14 +33,32 @@ FLOORS = {
 # The renders of a stack alone: the program runs untimed, then only render_program is measured.
 RENDERS = """
 import resource, sys, time
-from preview.runner import run_program
-from preview.rendered import render_program
+from preview.run.runner import run_program
+from preview.render.rendered import render_program
 run = run_program(sys.argv[1])
 before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.process_time()
 render_program(run)
 after = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(time.process_time() - start + after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 """
+# The SDK modules a stack's program loads (``pulumi_kubernetes`` loads its API groups lazily: a program that
+# declares a Namespace loads ``core.v1``, thousands of input classes no program of the kind avoids).
+SDK_MODULES = """
+import sys
+from preview.run.runner import run_program
+run_program(sys.argv[1])
+prefixes = ("pulumi_kubernetes.", "pulumi_command.", "pulumi_yandex_marketmaker")
+print(" ".join(sorted(m for m in sys.modules if m.startswith(prefixes) and not m.split(".")[-1].startswith("_"))))
+"""
+
+
+def _sdk_floor(stack: str) -> tuple[float, int]:
+    """CPU seconds of importing, alone, every SDK module the stack's program loads; and how many there are."""
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_MODULES, stack], cwd=ROOT, check=True, capture_output=True, text=True
+    )
+    modules = done.stdout.split()
+    return _median([sys.executable, "-c", "import pulumi, " + ", ".join(modules)]), len(modules)
 
 
 def _cpu(command: list[str], env: dict[str, str] | None = None) -> float:
@@ -75,7 +93,7 @@ def _stack_kind(stack: str) -> str:
 
 def main() -> None:
     """Print each floor, then each stack's warm and cold preview against its targets."""
-    from preview.stack_file import available_stacks
+    from preview.run.stack_file import available_stacks
 
     floors = {kind: _median([sys.executable, "-c", code]) for kind, code in FLOORS.items()}
     for kind, seconds in floors.items():
@@ -98,6 +116,11 @@ def main() -> None:
         print(
             f"preview {stack} cold (caches off): {cold:.2f} CPU-s; renders alone {render:.2f} CPU-s; "
             f"cold - renders = {(cold - render) / floor:.2f}x its floor (target <= {WARM_TARGET:.1f}x) {cold_verdict}"
+        )
+        sdk, count = _sdk_floor(stack)
+        print(
+            f"  of which the {count} SDK modules {stack}'s program loads cost {sdk:.2f} CPU-s imported alone; "
+            f"cold - renders - those = {cold - render - sdk:.2f} CPU-s of our own code"
         )
 
 

@@ -2,7 +2,7 @@
 
 The policy gate renders each registered Helm release (``helm template`` of the pinned chart) and
 each kustomize Directory (``kubectl kustomize`` over the kubeflow/manifests tree) once per preview,
-all at once (``preview/rendered.py``). This prints, per stack: the program under mocks alone (what the
+all at once (``preview/render/rendered.py``). This prints, per stack: the program under mocks alone (what the
 preview cost before rendering), all renders together (wall time, and the CPU time of the tools),
 each render on its own, and the policies over the rendered objects. Nothing is cached between
 runs, so every figure is what each preview pays. The Kubeflow checkout is the pinned tree in
@@ -26,9 +26,9 @@ import yaml
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from preview.gate.config import load_policy_config
 from preview.gate.evaluate import evaluate
-from preview.rendered import render_registrations
-from preview.runner import REPO_ROOT, run_program
-from preview.stack_file import available_stacks
+from preview.render.rendered import render_registrations
+from preview.run.runner import REPO_ROOT, run_program
+from preview.run.stack_file import available_stacks
 
 RUNS = 3
 KUBEFLOW_KEY = "gpu-platform:kubeflow"

@@ -33,7 +33,7 @@ def _peak_mb() -> int:
 
 def measure_program(nodes: int) -> dict[str, Any]:
     """The real program on a fleet of ``nodes`` hosts (in this process)."""
-    from preview.runner import run_program
+    from preview.run.runner import run_program
 
     overrides = fleet_overrides(nodes)
     start = time.process_time()
@@ -53,7 +53,7 @@ def measure_floor(count: int) -> dict[str, Any]:
     from pulumi.runtime import reset_options, set_mocks
 
     from components.stack.config import PROJECT
-    from preview.mocks import PlatformMocks, RecordingMonitor
+    from preview.run.mocks import PlatformMocks, RecordingMonitor
 
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)

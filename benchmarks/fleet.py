@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from preview.runner import REPO_ROOT
+from preview.run.runner import REPO_ROOT
 
 PREFIX = "gpu-platform:"
 

@@ -7,7 +7,7 @@ chart: run ``make upstream``); 2 invalid stack file or stack config (nothing is 
 Directory does not build (see ``build/preview/<stack>/policy-report.json``).
 
 The console shows a short summary against a base preview (``--base REF``, default ``HEAD``: the
-working tree's change; ``preview.baseline`` makes and caches it): what gets created, updated,
+working tree's change; ``preview.diff.baseline`` makes and caches it): what gets created, updated,
 replaced (and why), deleted, which GPUs get re-partitioned, and the policy verdict with each
 policy's findings on one line. ``--verbose`` adds the resource tree and every finding.
 """
@@ -24,21 +24,29 @@ from typing import Protocol
 
 # The modules a preview read from the result cache needs: the standard library, the catalog, our own
 # summary code. The program, the renderers and the gate (every SDK) are imported in ``_produce`` only.
-from preview.baseline import NO_BASE_ENV, Baseline, BaselineError, FolderBaseline, PendingBaseline, is_checkout, seed
-from preview.changes import diff_snapshots, findings_of, verdict_of
-from preview.driver_plan import driver_upgrade_plan
-from preview.output_folder import EXIT_MANDATORY_VIOLATION, REPORT_NAME, write_files
-from preview.render_tools import REPO_ROOT, RenderSetupError, find_tool, pinned_chart_dir
-from preview.result_cache import Produced, ResultCache
-from preview.snapshot import Snapshot, load_snapshot
-from preview.summary import finding_groups, summary_lines
+from preview.diff.baseline import (
+    NO_BASE_ENV,
+    Baseline,
+    BaselineError,
+    FolderBaseline,
+    PendingBaseline,
+    is_checkout,
+    seed,
+)
+from preview.diff.changes import diff_snapshots, findings_of, verdict_of
+from preview.diff.driver_plan import driver_upgrade_plan
+from preview.diff.snapshot import Snapshot, load_snapshot
+from preview.diff.summary import finding_groups, summary_lines
+from preview.render.tools import REPO_ROOT, RenderSetupError, find_tool, pinned_chart_dir
+from preview.run.output_folder import EXIT_MANDATORY_VIOLATION, REPORT_NAME, write_files
+from preview.run.result_cache import Produced, ResultCache
 
 EXIT_BUG = 1
 HEAD_LABEL = "working tree"
 
 
 class BaselineSource(Protocol):
-    """Where the base preview of a stack comes from (``preview.baseline``)."""
+    """Where the base preview of a stack comes from (``preview.diff.baseline``)."""
 
     def get(self, stack: str) -> Baseline: ...
 
@@ -73,7 +81,7 @@ def preview_stack(
 ) -> int:
     """Preview one stack; returns the exit code.
 
-    A preview whose inputs did not change is read from the result cache (``preview.result_cache``)
+    A preview whose inputs did not change is read from the result cache (``preview.run.result_cache``)
     instead of running the program again; the summary against the base is made anew either way.
     ``baselines``: where the base preview comes from (the console summary compares with it).
     """
@@ -109,15 +117,15 @@ def _cache_key(cache: ResultCache, stack: str, root: Path, out_dir: Path) -> str
 
 def _produce(stack: str, root: Path, out_dir: Path) -> Produced | int:
     """Run the program, render, gate: what the preview writes and prints, or the exit code of a refusal."""
+    from preview.diff.mig_plan import mig_plan_files, mig_plan_lines
     from preview.gate.config import PolicyConfigError
     from preview.gate.evaluate import run_gate
     from preview.gate.report import report_text, verdict_table
-    from preview.mig_plan import mig_plan_files, mig_plan_lines
-    from preview.render import preview_files, resource_tree
-    from preview.rendered import render_program
-    from preview.resource_options import option_files
-    from preview.runner import run_program
-    from preview.stack_file import StackFileError
+    from preview.render.rendered import render_program
+    from preview.run.files import preview_files, resource_tree
+    from preview.run.resource_options import option_files
+    from preview.run.runner import run_program
+    from preview.run.stack_file import StackFileError
 
     try:
         run = run_program(stack, root)
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stacks:
         stacks = args.stacks
     else:
-        from preview.stack_file import available_stacks
+        from preview.run.stack_file import available_stacks
 
         stacks = available_stacks(args.root)
     baselines = None if args.quiet else _baselines(args.root, args.base, args.base_dir, args.no_base, stacks)
@@ -222,7 +230,7 @@ def preview_stack_guarded(
 ) -> int:
     """``preview_stack``, with a bug reported as one line and a log file instead of a traceback (exit 1).
 
-    Public: ``make diff`` (``preview.diff``) previews its stacks through it too.
+    Public: ``make diff`` (``preview.diff.review``) previews its stacks through it too.
     """
     try:
         return preview_stack(stack, out_root, quiet, root, baselines, verbose)

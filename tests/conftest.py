@@ -20,8 +20,8 @@ from pulumi.runtime import reset_options, set_all_config, set_mocks
 
 import tests.properties  # noqa: F401  (loads the Hypothesis profile before any test is collected)
 from components.stack.config import PROJECT
-from preview.mocks import PlatformMocks, RecordingMonitor
-from preview.render_cache import CACHE_DIR_ENV
+from preview.render.cache import CACHE_DIR_ENV
+from preview.run.mocks import PlatformMocks, RecordingMonitor
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every preview the tests run, in this repository or in a throw-away copy of it, shares one render

@@ -16,7 +16,7 @@ from components.base.problems import StackConfigError
 from components.stack.config import parse_stack_config
 from components.stack.plan import Plan, plan_stack
 from components.yandex.config import with_defaults
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ import pytest
 from pulumi.runtime import reset_options, set_all_config, set_mocks
 from pulumi.runtime.mocks import MockResourceArgs
 
-from preview.mocks import PlatformMocks, RecordingMonitor
-from preview.runner import run_program
+from preview.run.mocks import PlatformMocks, RecordingMonitor
+from preview.run.runner import run_program
 from tests.helpers import ROOT
 
 EXAMPLE = ROOT / "examples" / "gpu-consumer"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from preview.stack_file import available_stacks
+from preview.run.stack_file import available_stacks
 from tests.helpers import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "pull-request.yml"
@@ -169,7 +169,7 @@ def test_the_comment_workflow_builds_the_comments_with_the_base_branchs_code(
     assert download["with"]["name"] == "review-diff"
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
     runs = [step["run"] for step in job["steps"] if "run" in step]
-    assert any("-m preview.comment" in run for run in runs)
+    assert any("-m preview.diff.comment" in run for run in runs)
     assert not any("diff.md" in run for run in runs), "no text the pull request's run wrote is posted"
 
 
@@ -184,7 +184,7 @@ HEAD = "a" * 40
 
 
 def _diff_json(stack: str) -> str:
-    from preview.changes import CREATE, ResourceChange, StackDiff
+    from preview.diff.changes import CREATE, ResourceChange, StackDiff
 
     created = ResourceChange(CREATE, "kubernetes:core/v1:Namespace", f"{stack}-ns", None, body="kind: Namespace\n")
     return StackDiff(stack=stack, base="main (abc1234)", head="working tree", resources=[created]).to_json()

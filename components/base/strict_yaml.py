@@ -7,7 +7,7 @@ keys, so this reader allows exactly that: mappings with string keys, sequences, 
 booleans and null, bounded in depth and in the size aliases expand to. Every refusal carries the
 line and column of the offending node.
 
-It lives in ``components.base`` because both the offline preview (``preview/stack_file.py``, the stack
+It lives in ``components.base`` because both the offline preview (``preview/run/stack_file.py``, the stack
 file) and the program (``components/mig/recorded.py``, ``mig-plans/<stack>.yaml``) read with it;
 ``load_with_lines`` also says on which line each key was written, so a check made after loading can
 still name the line.

@@ -15,7 +15,7 @@ Sources:
 - The image reference grammar of distribution/reference (``normalize.go``): the first path component
   is a registry host only if it contains ``.`` or ``:`` or is ``localhost``; otherwise the image
   comes from ``docker.io`` (``library/`` for a one-component name).
-- Chart v26.7.0, rendered with ``helm template`` (``tests/preview/test_rendered.py`` renders the
+- Chart v26.7.0, rendered with ``helm template`` (``tests/preview/render/test_rendered.py`` renders the
   pinned chart and keeps both facts below true): every operand and the operator come from
   ``nvcr.io`` (``values.yaml``), node-feature-discovery from ``registry.k8s.io``
   (``charts/node-feature-discovery/values.yaml`` ``image.repository:

@@ -1,6 +1,6 @@
 """Which input changes make a provider replace a resource instead of updating it, one table per provider.
 
-The review (``preview.replacements``) reads these, together with the options the program itself puts
+The review (``preview.diff.replacements``) reads these, together with the options the program itself puts
 on a resource (``replace_on_changes``, ``delete_before_replace``, recorded by the preview's mocks),
 and never keeps a list of its own. Paths are in the wire format the engine and the mocks see
 (camelCase, dots between keys).

@@ -13,7 +13,7 @@ the project folder, as the program did, so a relative path in the inputs (``gpuO
 the same file.
 
 Beyond the analyzer: the gate also runs every resource policy on the objects the program's Helm
-releases and kustomize Directories render to (``preview/rendered.py``, the real ``helm template``
+releases and kustomize Directories render to (``preview/render/rendered.py``, the real ``helm template``
 and ``kubectl kustomize``), each as a resource of type ``kubernetes:<group/version>:<Kind>`` with
 the object as props. The CLI never sees a ``helm.v3.Release``'s objects (pulumi/pulumi#10055).
 A render that fails is a finding of the gate's own check ``rendered-output`` (mandatory for a

@@ -21,7 +21,7 @@ from pulumi_policy import (
 from pulumi_policy import proxy as analyzer_proxy
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from preview.mocks import Registration
+from preview.run.mocks import Registration
 
 NO_OPTIONS = PolicyResourceOptions(
     protect=False,
@@ -46,7 +46,7 @@ class GateResourceArgs(ResourceValidationArgs):
 
     Policies call the public ``args.not_applicable(reason)``; the SDK implements it by raising a
     private class. Overriding the public method is the seam: no private import, and
-    ``tests/preview/test_policy_gate.py`` pins that a not-applicable verdict still reaches the report.
+    ``tests/preview/gate/test_policy_gate.py`` pins that a not-applicable verdict still reaches the report.
     """
 
     def not_applicable(self, reason: str | None = None) -> None:

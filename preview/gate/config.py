@@ -14,7 +14,7 @@ from pulumi_policy import EnforcementLevel, Policy
 
 from policies.gpu_policies import ALL_POLICIES
 from policies.gpu_policies.settings import schema_defaults
-from preview.runner import REPO_ROOT
+from preview.run.runner import REPO_ROOT
 
 LEVELS = tuple(level.value for level in EnforcementLevel)
 

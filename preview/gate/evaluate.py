@@ -30,9 +30,9 @@ from preview.gate.config import (
     effective_settings,
     load_policy_config,
 )
-from preview.mocks import SECRET_MASK, Registration, secret_strings
-from preview.rendered import Rendered, RenderedObject, render_program
-from preview.runner import REPO_ROOT, ProgramRun
+from preview.render.rendered import Rendered, RenderedObject, render_program
+from preview.run.mocks import SECRET_MASK, Registration, secret_strings
+from preview.run.runner import REPO_ROOT, ProgramRun
 
 STACK_RESOURCE = "(stack)"
 REGISTERED = "registered"

@@ -8,7 +8,7 @@ from pathlib import Path
 from pulumi_policy import EnforcementLevel
 
 from preview.gate.evaluate import REGISTERED, RENDER_CHECK, GateResult
-from preview.output_folder import REPORT_NAME
+from preview.run.output_folder import REPORT_NAME
 
 
 def report_text(result: GateResult) -> str:

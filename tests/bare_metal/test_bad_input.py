@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from preview.runner import run_program
+from preview.run.runner import run_program
 from tests.helpers import plan_raw, refusal, set_path, stack_raw
 
 

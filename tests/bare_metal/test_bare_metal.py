@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from components.bare_metal.host_preparation import remote_command
-from preview.render import preview_files
-from preview.runner import ProgramRun, run_program
+from preview.run.files import preview_files
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import plan_raw, refusal, set_path, stack_raw
 
 COMMAND = "command:remote:Command"

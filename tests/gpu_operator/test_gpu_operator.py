@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.gpu_operator.component import kyverno_webhooks
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import ROOT, one_driver, plan_raw, refusal, set_path, stack_raw
 from tests.support.chart_render import render_release
 

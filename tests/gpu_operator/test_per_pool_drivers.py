@@ -19,8 +19,8 @@ import yaml
 from components.base.problems import StackConfigError
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
-from preview.driver_plan import driver_upgrade_plan
-from preview.runner import ProgramRun
+from preview.diff.driver_plan import driver_upgrade_plan
+from preview.run.runner import ProgramRun
 from tests.helpers import plan_raw, refusal, run_raw, set_path, stack_raw
 from tests.support.chart_render import PINNED_CHART, render_release
 

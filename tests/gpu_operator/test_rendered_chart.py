@@ -28,7 +28,7 @@ from components.catalog.pools import gpu_taints
 from components.gpu_operator.config import GpuOperatorConfig
 from components.stack.config import parse_stack_config
 from components.stack.pools import gpu_pools
-from preview.runner import ProgramRun
+from preview.run.runner import ProgramRun
 from tests.helpers import one_driver, run_raw, stack_raw
 from tests.support.chart_render import PINNED_CHART, RenderedChart, render_release
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.kubeflow.kustomize import Obj, kustomize_build
 
 STACKS = ("dev", "prod")

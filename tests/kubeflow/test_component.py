@@ -21,8 +21,8 @@ from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.checkout import checkout_problem
 from components.kubeflow.component import Kubeflow
 from components.stack.config import parse_stack_config
-from preview.render import preview_files
-from preview.runner import ProgramRun, run_program
+from preview.run.files import preview_files
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw
 from tests.kubeflow.kustomize import REPO_ROOT
 

@@ -16,7 +16,7 @@ import yaml
 from components.catalog.kubeflow.v1_10_2.spawner import PODDEFAULT_API_VERSION, PODDEFAULT_CRD_PATH, PODDEFAULT_KIND
 from components.catalog.kubernetes import tolerates
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import ROOT, plan_raw, stack_raw
 
 CUSTOM_RESOURCE = "kubernetes:kubeflow.org/v1alpha1:PodDefault"

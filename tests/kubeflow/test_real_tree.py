@@ -56,7 +56,7 @@ from components.catalog.upstream import KUBEFLOW_MANIFESTS
 from components.kubeflow.component import overlay_dir
 from components.kubeflow.readme import review_command
 from components.kubeflow.stages import FOUNDATION, PLATFORM, STAGES
-from preview.render import kustomize_files
+from preview.run.files import kustomize_files
 from tests.kubeflow.conftest import STACKS, StackRender
 from tests.kubeflow.kustomize import (
     KUBECTL,

@@ -17,7 +17,7 @@ import yaml
 from components.catalog.mig import place
 from components.catalog.names import MIG_CONFIG_LABEL
 from components.mig.recorded import record_file_name, render_recorded_plan
-from preview.runner import run_program
+from preview.run.runner import run_program
 from tests.helpers import plan_raw, refusal, set_path, stack_raw
 from tests.preview.support import project_copy, stack_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from components.catalog import mig as catalog
-from preview.runner import run_program
+from preview.run.runner import run_program
 from tests.helpers import refusal, set_path, stack_raw
 
 

@@ -7,7 +7,7 @@ import yaml
 
 from components.catalog import gpu_operator_chart as chart
 from components.catalog import mig as catalog
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import refusal, set_path, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

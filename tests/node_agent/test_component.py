@@ -27,8 +27,8 @@ from components.node_agent.reference import replace_tables
 from components.smoke_test.proof import PROOF_FILES
 from preview.gate.evaluate import run_gate
 from preview.gate.report import verdict_table
-from preview.render import is_manifest, manifest_of
-from preview.runner import ProgramRun, run_program
+from preview.run.files import is_manifest, manifest_of
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import ROOT, plan_raw, set_path, stack_raw
 
 KUBERNETES = "1.31.0"  # the prod stack's kubernetesVersion; ValidatingAdmissionPolicy v1 is GA since 1.30

@@ -10,7 +10,7 @@ import yaml
 from components.observability.alerts import ALERT_NAMES, AlertContext, AlertRule, plan_alerts, rule_groups
 from components.observability.config import AlertOverride
 from components.observability.plan import RULE_FILE_KEY, RULES_NAME
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import plan_raw, stack_raw
 from tests.observability import promtool
 from tests.observability.scenarios import Scenario, promtool_tests, scenarios

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.observability.alerts import DEFINITIONS
-from preview.runner import run_program
+from preview.run.runner import run_program
 from tests.helpers import ROOT, plan_raw, refusal, set_path, stack_raw
 
 

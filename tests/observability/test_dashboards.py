@@ -16,7 +16,7 @@ from grafana_foundation_sdk.models.prometheus import Dataquery
 
 from components.catalog.observability import GRAFANA_UID_MAX_LENGTH
 from components.observability.dashboards import DashboardContext, dashboard_uid, encode, load, plan_dashboards
-from preview.runner import run_program
+from preview.run.runner import run_program
 from tests.helpers import plan_raw, set_path, stack_raw
 from tests.observability import promtool
 

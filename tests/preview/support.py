@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from components.catalog.upstream import KUBEFLOW_MANIFESTS
-from preview.output_folder import EXIT_MANDATORY_VIOLATION, REPORT_NAME
-from preview.rendered import Rendered, render_program
-from preview.runner import ProgramRun, run_program
+from preview.render.rendered import Rendered, render_program
+from preview.run.output_folder import EXIT_MANDATORY_VIOLATION, REPORT_NAME
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import ROOT
 
 KUBEFLOW_KEY = "gpu-platform:kubeflow"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pulumi.runtime import MockResourceArgs
 
-import preview.runner
+import preview.run.runner
 from components.catalog.names import NODE_GROUP_LABEL, NVIDIA_DRIVER_TYPE
 from components.node_agent.agent.proof.check import ProofSettings
 from components.smoke_test.proof import ACCOUNT, PROOF_FILES, config_map_key, proof_sources
-from preview.mocks import PlatformMocks
-from preview.runner import ProgramRun, run_program
+from preview.run.mocks import PlatformMocks
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import as_overrides, run_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"
@@ -156,7 +156,7 @@ def test_a_failed_canary_proof_keeps_the_other_pools_driver_and_every_smoke_job_
                 raise RuntimeError("Job gpu-proof-canary failed: v100-2: driver pod ... is not Ready")
             return super().new_resource(args)
 
-    monkeypatch.setattr(preview.runner, "PlatformMocks", _FailingCanaryProof)
+    monkeypatch.setattr(preview.run.runner, "PlatformMocks", _FailingCanaryProof)
     with pytest.raises(Exception, match="gpu-proof-canary failed"):
         run_program("dev", overrides=as_overrides(_canary_dev()))
     assert "gpu-platform-v100" in sent and "gpu-platform-a100" not in sent

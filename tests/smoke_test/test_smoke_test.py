@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.base.problems import StackConfigError
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import plan_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"

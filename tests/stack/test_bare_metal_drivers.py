@@ -17,7 +17,7 @@ import yaml
 
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
-from preview.runner import ProgramRun
+from preview.run.runner import ProgramRun
 from tests.helpers import delete_path, refusal, run_raw, set_path, stack_raw
 from tests.support.chart_render import PINNED_CHART, render_release
 
@@ -150,7 +150,7 @@ def test_the_drivers_output_gives_the_order_and_each_nodes_driver(prod: ProgramR
 
 
 def test_the_preview_prints_the_canary_node_first(prod: ProgramRun) -> None:
-    from preview.driver_plan import driver_upgrade_plan
+    from preview.diff.driver_plan import driver_upgrade_plan
 
     lines = [line.strip() for line in driver_upgrade_plan(None, prod.outputs)]
     steps = [line.split(":")[0] for line in lines[1:]]

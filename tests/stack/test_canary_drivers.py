@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pulumi.runtime import MockResourceArgs
 
-import preview.runner
+import preview.run.runner
 from components.catalog.names import NVIDIA_DRIVER_TYPE
-from preview.mocks import PlatformMocks
-from preview.runner import ProgramRun, run_program
+from preview.run.mocks import PlatformMocks
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import as_overrides, run_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"
@@ -100,7 +100,7 @@ class _FailingCanaryJob(PlatformMocks):
 
 def test_a_failing_canary_leaves_the_other_pools_driver_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
     SENT.clear()
-    monkeypatch.setattr(preview.runner, "PlatformMocks", _FailingCanaryJob)
+    monkeypatch.setattr(preview.run.runner, "PlatformMocks", _FailingCanaryJob)
     with pytest.raises(Exception, match="BackoffLimitExceeded"):
         run_program("dev", overrides=as_overrides(_canary_dev()))
     assert SENT == ["gpu-platform-v100"]  # the canary's driver changed; the A100 pool's was never sent
@@ -116,6 +116,6 @@ def test_without_the_failure_both_drivers_reach_the_engine(monkeypatch: pytest.M
                 sent.append(args.inputs["metadata"]["name"])
             return super().new_resource(args)
 
-    monkeypatch.setattr(preview.runner, "PlatformMocks", _Recording)
+    monkeypatch.setattr(preview.run.runner, "PlatformMocks", _Recording)
     run_raw("dev", _canary_dev())
     assert sorted(sent) == ["gpu-platform-a100", "gpu-platform-v100"]

@@ -429,7 +429,7 @@ CONTEXTUAL: dict[str, str] = {
     "gpuOperator.toolkit": "not beside host preparation's containerd config: tests/bare_metal",
     "gpuOperator.enabled": "no operator, no smoke targets: tests/stack/test_plan.py",
     "gpuOperator.chartVersion": "the supported charts: tests/gpu_operator",
-    "gpuOperator.chartPath": "the pinned chart's content: tests/gpu_operator, tests/preview/test_policy_gate.py",
+    "gpuOperator.chartPath": "the pinned chart's content: tests/gpu_operator, tests/preview/gate/test_policy_gate.py",
     "gpuOperator.driver.owner": "host or operator against the pools: tests/stack/test_driver_migration.py",
     "gpuOperator.hostDriver.*": "required with owner host: tests/bare_metal",
     "gpuOperator.extraValues": "the pinned chart's contract: tests/gpu_operator/test_gpu_operator.py",

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from benchmarks.fleet import fleet_overrides
 from components.base import dependency_graph
 from components.catalog.names import HELM_RELEASE_TYPE
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.properties import examples
 
 JOB = "kubernetes:batch/v1:Job"

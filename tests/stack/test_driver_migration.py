@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from components.catalog.names import DRIVER_GROUP_LABEL, NVIDIA_DRIVER_TYPE
-from preview.driver_plan import BACK_TO_CLUSTER_POLICY, driver_upgrade_plan
-from preview.runner import ProgramRun
+from preview.diff.driver_plan import BACK_TO_CLUSTER_POLICY, driver_upgrade_plan
+from preview.run.runner import ProgramRun
 from tests.helpers import one_driver, run_raw, stack_raw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

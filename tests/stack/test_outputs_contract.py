@@ -13,8 +13,8 @@ import os
 import pytest
 
 from components.stack.outputs import CONTRACT_VERSION
-from preview.runner import run_program
-from preview.stack_file import available_stacks
+from preview.run.runner import run_program
+from preview.run.stack_file import available_stacks
 from tests.helpers import ROOT
 
 CONTRACTS = ROOT / "tests" / "contracts"

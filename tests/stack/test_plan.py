@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.stack import plan as plan_module
-from preview.runner import run_program
+from preview.run.runner import run_program
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:

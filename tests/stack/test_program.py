@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from preview.render import preview_files
-from preview.runner import run_program
-from preview.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
+from preview.run.files import preview_files
+from preview.run.runner import run_program
+from preview.run.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
 from tests.helpers import ROOT, preview_cli
 from tests.preview.support import expected_exit
 

@@ -30,7 +30,7 @@ from components.catalog.names import (
     PATCH_FORCE_ANNOTATION,
 )
 from components.catalog.observability import MIG_CONFIG_STATE_LABEL
-from preview.runner import ProgramRun, run_program
+from preview.run.runner import ProgramRun, run_program
 from tests.helpers import stack_raw
 from tests.stack.server_side_apply import (
     APPLY,
@@ -282,7 +282,7 @@ def test_the_up_that_merges_the_two_patches_keeps_every_label_and_reconfigures_n
 
 
 def test_each_node_has_one_patch_and_one_preview_manifest(revisions: dict[str, ProgramRun]) -> None:
-    from preview.render import preview_files
+    from preview.run.files import preview_files
 
     run = revisions["create"]
     names = [r.inputs["metadata"]["name"] for r in run.by_type(NODE_PATCH_TYPE)]

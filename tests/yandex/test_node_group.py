@@ -12,8 +12,8 @@ from components.catalog.replacements import YANDEX_NODE_GROUP_FORCE_NEW, yandex_
 from components.stack.config import parse_stack_config
 from components.yandex.naming import digest_fields
 from components.yandex.node_group import GpuNodeGroup, GpuNodeGroupArgs, cloud_name
-from preview.mocks import RecordingMonitor
-from preview.replacements import replace_reasons, values_at
+from preview.diff.replacements import replace_reasons, values_at
+from preview.run.mocks import RecordingMonitor
 from tests.helpers import set_path, stack_raw
 
 

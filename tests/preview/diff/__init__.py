@@ -1,0 +1,1 @@
+"""Tests of the preview's diff wing (`preview/diff/`): the review engine, `make diff` end to end, the reports."""

@@ -1,0 +1,1 @@
+"""Tests of the preview's render wing (`preview/render/`)."""

@@ -1,0 +1,1 @@
+"""Tests of the preview's run wing (`preview/run/`)."""

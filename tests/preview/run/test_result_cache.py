@@ -1,0 +1,111 @@
+"""The result cache: a preview whose inputs did not change is not run again, and says and writes the same.
+
+The previews are the real ones (``preview.__main__.main`` on the real stacks); ``preview.run.runner.run_program``
+is replaced only to count runs, or to fail if the program runs at all.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import preview.run.runner as runner
+from preview.__main__ import main
+from preview.run.result_cache import preview_key
+from tests.helpers import ROOT
+
+
+@pytest.fixture
+def program_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The stacks whose program actually ran."""
+    ran: list[str] = []
+    real = runner.run_program
+
+    def counting(stack: str, *args: object, **kwargs: object) -> runner.ProgramRun:
+        ran.append(stack)
+        return real(stack, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "run_program", counting)
+    return ran
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_unchanged_preview_is_not_run_again_and_writes_and_says_the_same(
+    tmp_path: Path, program_runs: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    arguments = ["prod", "--out", str(tmp_path / "out"), "--no-base", "--verbose"]
+    assert main(arguments) == 0
+    first_console, first_files = capsys.readouterr().out, _files(tmp_path / "out" / "prod")
+    shutil.rmtree(tmp_path / "out")
+    assert main(arguments) == 0
+    assert program_runs == ["prod"], "the second preview came from the result cache"
+    assert capsys.readouterr().out == first_console
+    assert _files(tmp_path / "out" / "prod") == first_files
+    assert "resources.json" in first_files and "policy-report.json" in first_files
+
+
+def test_a_changed_stack_file_previews_anew(tmp_path: Path, program_runs: list[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("__main__.py", "Pulumi.yaml", "policies", ".upstream", "mig-plans"):
+        if (ROOT / name).exists():
+            (project / name).symlink_to(ROOT / name)
+    text = (ROOT / "Pulumi.prod.yaml").read_text()
+    (project / "Pulumi.prod.yaml").write_text(text)
+    arguments = ["prod", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet"]
+    assert main(arguments) == 0
+    (project / "Pulumi.prod.yaml").write_text(text.replace("name: ml-prod", "name: ml-prod-b"))
+    assert main(arguments) == 0
+    assert program_runs == ["prod", "prod"]
+    assert '"id": "ml-prod-b"' in (tmp_path / "out" / "prod" / "outputs.json").read_text()
+
+
+def test_a_refused_stack_is_never_stored(tmp_path: Path, program_runs: list[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("__main__.py", "Pulumi.yaml", "policies", ".upstream"):
+        (project / name).symlink_to(ROOT / name)
+    text = (ROOT / "Pulumi.prod.yaml").read_text().replace("gpuModel: H100-80GB", "gpuModel: H999-80GB", 1)
+    (project / "Pulumi.prod.yaml").write_text(text)
+    arguments = ["prod", "--root", str(project), "--out", str(tmp_path / "out"), "--quiet"]
+    assert main(arguments) == 2
+    assert main(arguments) == 2
+    assert program_runs == ["prod", "prod"]
+
+
+def _repository(folder: Path) -> Path:
+    for tree in ("components", "policies", "preview"):
+        (folder / tree).mkdir(parents=True)
+        (folder / tree / "module.py").write_text("VALUE = 1\n")
+    (folder / "Pulumi.dev.yaml").write_text("config: {}\n")
+    return folder
+
+
+def test_the_key_changes_with_the_code_the_stack_file_the_environment_and_the_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repository = _repository(tmp_path / "repo")
+    out = tmp_path / "out"
+
+    def key() -> str:
+        return preview_key("dev", repository, out, repository, ["helm v3.17.0"])
+
+    first = key()
+    assert key() == first, "the same inputs give the same key"
+    (repository / "components" / "module.py").write_text("VALUE = 2\n")
+    second = key()
+    assert second != first
+    (repository / "Pulumi.dev.yaml").write_text("config: {a: 1}\n")
+    third = key()
+    assert third != second
+    monkeypatch.setenv("GPU_PLATFORM_SOMETHING", "x")
+    assert key() != third
+    assert preview_key("dev", repository, out, repository, ["helm v3.18.0"]) != key()
+    (repository / "components" / "__pycache__").mkdir()
+    (repository / "components" / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"\0")
+    assert key() == preview_key("dev", repository, out, repository, ["helm v3.17.0"]), "bytecode is not an input"
