@@ -17,6 +17,7 @@ import pulumi_command as command
 from components.bare_metal import host_prep_steps as steps
 from components.bare_metal.config import BareMetalConfig, BareMetalNode
 from components.catalog.drivers import DRIVER_CONTAINER_RUNS_HOST_SERVICES, OPERATOR_DRIVER_ROOT
+from components.catalog.names import HOST_PREPARATION_TYPE
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class HostPreparation(pulumi.ComponentResource):
     commands: dict[str, list[command.remote.Command]]
 
     def __init__(self, name: str, args: HostPreparationArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:baremetal:HostPreparation", name, None, opts)
+        super().__init__(HOST_PREPARATION_TYPE, name, None, opts)
         config = args.config
         self.commands = {}
         for node in config.nodes:

@@ -22,6 +22,7 @@ from components.catalog.names import (
     DRIVER_VERSION_ANNOTATION,
     FIELD_MANAGER,
     GPU_MODELS_ANNOTATION,
+    GPU_OPERATOR_TYPE,
     PATCH_FIELD_MANAGER_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
     PSA_PRIVILEGED,
@@ -76,7 +77,7 @@ class GpuOperator(pulumi.ComponentResource):
     status: pulumi.Output[Any]
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpu-platform:gpu:GpuOperator", name, None, opts)
+        super().__init__(GPU_OPERATOR_TYPE, name, None, opts)
         config = args.config
         # Our own values must satisfy the chart's contract too: a bug here must not reach a cluster.
         contract_for(config.chart_version).require_valid(args.values)
