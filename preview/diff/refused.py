@@ -8,12 +8,13 @@ instead, and its reports say that ``pulumi up`` would stop before creating anyth
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from preview.diff.changes import StackDiff
 from preview.gate.config import PolicyConfigError, config_path, load_policy_config
 from preview.run.runner import run_program
-from preview.run.stack_file import StackFileError
+from preview.run.stack_file import StackFileError, load_stack_file
 
 EXIT_REFUSED = 2
 
@@ -34,6 +35,36 @@ def refusal_problems(stack: str, root: Path) -> list[str]:
     return [str(p) for p in problems] if problems else [str(run.config_error)]
 
 
-def refused_diff(stack: str, root: Path, base_label: str, head_label: str) -> StackDiff:
-    """A diff that holds only the refusal: nothing is created, updated or deleted, and why."""
-    return StackDiff(stack=stack, base=base_label, head=head_label, refused=refusal_problems(stack, root))
+def removed_pools(stack: str, root: Path, base_folder: Path | None) -> list[str]:
+    """GPU pools of the base preview (its ``gpuPools`` output) that the working tree's stack file no longer
+    declares (a node group or a bare-metal node): a refusal about quotas, MIG demand or a profile often follows
+    from one, and the config check alone cannot see what the file was before."""
+    outputs = base_folder / "outputs.json" if base_folder is not None else None
+    if outputs is None or not outputs.is_file():
+        return []
+    try:
+        before = set(json.loads(outputs.read_text()).get("gpuPools") or {})
+        config = load_stack_file(root, stack).config
+    except (OSError, ValueError):  # an unreadable base, or a stack file refused before its keys are known
+        return []
+    groups = json.loads(config.get("gpu-platform:nodeGroups", "{}"))
+    bare_metal = json.loads(config.get("gpu-platform:bareMetal", "{}"))
+    nodes = bare_metal.get("nodes", []) if isinstance(bare_metal, dict) else []
+    now = set(groups) if isinstance(groups, dict) else set()
+    now |= {str(node.get("name")) for node in nodes if isinstance(node, dict)}
+    return sorted(before - now)
+
+
+def refused_diff(
+    stack: str, root: Path, base_label: str, head_label: str, base_folder: Path | None = None
+) -> StackDiff:
+    """A diff that holds only the refusal: nothing is created, updated or deleted, and why; and, when the
+    change removed GPU pools that the base preview had, that too (the last line)."""
+    problems = refusal_problems(stack, root)
+    gone = removed_pools(stack, root, base_folder)
+    if gone:
+        problems.append(
+            f"what changed since {base_label}: GPU pool(s) {', '.join(gone)} removed from the stack file; a problem "
+            "above about a quota, MIG demand or a profile may follow from that"
+        )
+    return StackDiff(stack=stack, base=base_label, head=head_label, refused=problems)

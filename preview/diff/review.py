@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         where = out / stack
         baseline = pending.get(stack)
         if codes[stack] == EXIT_REFUSED:
-            diff = refused_diff(stack, root, baseline.label, HEAD_LABEL)
+            diff = refused_diff(stack, root, baseline.label, HEAD_LABEL, baseline.folder)
             write_files(report_files(diff, _shown(where, root)), where)
             print("\n".join(summary_lines(diff)))
             print(f"reports: {', '.join(str(_shown(where, root) + '/' + name) for name in REPORTS)}")
