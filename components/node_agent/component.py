@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base.kubernetes_args import locked_down_container, non_root_pod_security
+from components.base.shipped_code import shipped_items, shipped_sources
 from components.catalog import node_agent as names
 from components.catalog.names import GPU_NODE_LABEL, NODE_AGENT_TYPE, PSA_PRIVILEGED
 from components.node_agent.admission import admission_policies
@@ -33,7 +33,6 @@ from components.node_agent.rbac import (
     PolicyRule,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 #: What the code ConfigMap ships: both programs and the two pure catalog modules they read their names from.
 AGENT_FILES: tuple[str, ...] = (
     "components/catalog/names.py",
@@ -63,13 +62,9 @@ AGENT_DIR = "/agent"
 CODE_CONFIG_MAP = "node-agent-code"
 
 
-def config_map_key(path: str) -> str:
-    """ConfigMap keys cannot hold ``/``: ``components/catalog/names.py`` -> ``components.catalog.names.py``."""
-    return path.replace("/", ".")
-
-
 def agent_sources() -> dict[str, str]:
-    return {config_map_key(path): (ROOT / path).read_text() for path in AGENT_FILES}
+    """The shipped files as ConfigMap data."""
+    return shipped_sources(AGENT_FILES)
 
 
 @dataclass(frozen=True)
@@ -134,7 +129,7 @@ def _code_volume() -> k8s.core.v1.VolumeArgs:
         config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
             name=CODE_CONFIG_MAP,
             default_mode=0o444,
-            items=[k8s.core.v1.KeyToPathArgs(key=config_map_key(path), path=path) for path in AGENT_FILES],
+            items=shipped_items(AGENT_FILES),
         ),
     )
 

@@ -18,17 +18,16 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base.kubernetes_args import locked_down_container, non_root_pod_security
+from components.base.shipped_code import shipped_items, shipped_sources
 from components.catalog import node_agent as agent_names
 from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS, PROOF_NAMESPACE
 
-ROOT = Path(__file__).resolve().parents[2]
 #: What the checker imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
 PROOF_FILES: tuple[str, ...] = (
     "components/catalog/names.py",
@@ -49,13 +48,9 @@ LABELS = {"app.kubernetes.io/name": "gpu-platform-proof", **MANAGED_BY_LABELS}
 JOB_MARGIN_SECONDS = 300
 
 
-def config_map_key(path: str) -> str:
-    """ConfigMap keys cannot hold ``/``: ``components/catalog/names.py`` -> ``components.catalog.names.py``."""
-    return path.replace("/", ".")
-
-
 def proof_sources() -> dict[str, str]:
-    return {config_map_key(path): (ROOT / path).read_text() for path in PROOF_FILES}
+    """The shipped files as ConfigMap data."""
+    return shipped_sources(PROOF_FILES)
 
 
 @dataclass(frozen=True)
@@ -237,7 +232,7 @@ def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
                 config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
                     name=CODE_CONFIG_MAP,
                     default_mode=0o444,
-                    items=[k8s.core.v1.KeyToPathArgs(key=config_map_key(p), path=p) for p in PROOF_FILES],
+                    items=shipped_items(PROOF_FILES),
                 ),
             )
         ],

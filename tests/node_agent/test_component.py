@@ -18,10 +18,11 @@ import pytest
 import yaml
 
 from components.base.problems import StackConfigError
+from components.base.shipped_code import config_map_key
 from components.catalog import node_agent as names
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL, MIG_CONFIG_LABEL
 from components.node_agent.agent.settings import Settings
-from components.node_agent.component import AGENT_FILES, agent_sources, config_map_key
+from components.node_agent.component import AGENT_FILES, agent_sources
 from components.node_agent.rbac import CONTROLLER_CLUSTER_RULES, EXECUTOR_CLUSTER_RULES
 from components.node_agent.reference import replace_tables
 from components.smoke_test.proof import PROOF_FILES

@@ -14,9 +14,10 @@ import pytest
 from pulumi.runtime import MockResourceArgs
 
 import preview.run.runner
+from components.base.shipped_code import config_map_key
 from components.catalog.names import NODE_GROUP_LABEL, NVIDIA_DRIVER_TYPE
 from components.node_agent.agent.proof.check import ProofSettings
-from components.smoke_test.proof import ACCOUNT, PROOF_FILES, config_map_key, proof_sources
+from components.smoke_test.proof import ACCOUNT, PROOF_FILES, proof_sources
 from preview.run.mocks import PlatformMocks
 from preview.run.runner import ProgramRun, run_program
 from tests.helpers import as_overrides, run_raw, set_path, stack_raw
