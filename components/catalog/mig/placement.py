@@ -189,7 +189,23 @@ def place(model: str, layout: Mapping[str, int]) -> Placement:
     """Place ``layout`` (profile -> count) on one GPU of ``model``, or raise ``MigLayoutError``.
 
     Zero counts are ignored; an empty layout is valid (MIG enabled, no instances: ``all-enabled``).
+    A placement is a pure function of the model and the counts, and a fleet asks for the same few layouts
+    once per node (thousands of times at fleet scale), so successful placements are remembered.
     """
+    try:
+        key = tuple(sorted(layout.items()))
+        hash((model, key))
+    except TypeError:  # a malformed layout (unhashable or unorderable values): checked below, not remembered
+        return _place(model, layout)
+    return _remembered(model, key)
+
+
+@cache
+def _remembered(model: str, key: tuple[tuple[str, int], ...]) -> Placement:
+    return _place(model, dict(key))
+
+
+def _place(model: str, layout: Mapping[str, int]) -> Placement:
     gpu = mig_gpu(model)
     counts = _normalise(gpu, layout)
     _check_counts(gpu, counts)
