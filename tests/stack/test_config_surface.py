@@ -300,9 +300,19 @@ RULES: list[tuple[str, Rule]] = [
     ("*.maintenance.windows.[].startTime", window_time()),
     ("*.maintenance.windows.[].duration", window_duration()),
     ("*.maintenance.windows.[].day", choice("monday", "saturday", "sunday")),
-    ("*upgradePolicy.autoUpgrade", boolean()),
+    # false is legal YAML, but with NVIDIADriver resources nothing replaces a driver pod without the upgrade
+    # controller, so it is refused there (tests/gpu_operator/test_per_pool_drivers.py): only true is valid anywhere.
+    (
+        "*upgradePolicy.autoUpgrade",
+        Rule("a YAML boolean (true wherever NVIDIADrivers run)", st.just(True), _NOT_BOOLEAN),
+    ),
     ("*upgradePolicy.maxParallelUpgrades", integer(0)),
-    ("*upgradePolicy.maxUnavailable", percent_or_count(0)),
+    # 0 and 0% are legal intstr values, but with autoUpgrade they let no node upgrade and are refused
+    # (tests/gpu_operator/test_per_pool_drivers.py): valid anywhere from 1; invalid as intstr itself refuses.
+    (
+        "*upgradePolicy.maxUnavailable",
+        Rule(percent_or_count(1).owner, percent_or_count(1).valid, percent_or_count(0).invalid),
+    ),
     ("*upgradePolicy.*.podSelector", selector()),
     ("*upgradePolicy.*.timeoutSeconds", integer(0)),
     ("*upgradePolicy.*.force", boolean()),
