@@ -35,3 +35,14 @@ def locked_down_container() -> k8s.core.v1.SecurityContextArgs:
         read_only_root_filesystem=True,
         capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
     )
+
+
+def downward_env(items: Mapping[str, str]) -> list[k8s.core.v1.EnvVarArgs]:
+    """Environment variables from the pod's own fields (the downward API), by name: ``{"POD_NAME": "metadata.name"}``."""
+    return [
+        k8s.core.v1.EnvVarArgs(
+            name=name,
+            value_from=k8s.core.v1.EnvVarSourceArgs(field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path=path)),
+        )
+        for name, path in sorted(items.items())
+    ]

@@ -18,8 +18,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.base.kubernetes_args import locked_down_container, non_root_pod_security
-from components.base.shipped_code import shipped_items, shipped_sources
+from components.base.kubernetes_args import downward_env, locked_down_container, non_root_pod_security
+from components.base.shipped_code import code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as names
 from components.catalog.names import GPU_NODE_LABEL, NODE_AGENT_TYPE, PSA_PRIVILEGED
 from components.node_agent.admission import admission_policies
@@ -111,27 +111,6 @@ def _rules(rules: tuple[PolicyRule, ...]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
         )
         for r in rules
     ]
-
-
-def _downward(items: dict[str, str]) -> list[k8s.core.v1.EnvVarArgs]:
-    return [
-        k8s.core.v1.EnvVarArgs(
-            name=key,
-            value_from=k8s.core.v1.EnvVarSourceArgs(field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path=path)),
-        )
-        for key, path in sorted(items.items())
-    ]
-
-
-def _code_volume() -> k8s.core.v1.VolumeArgs:
-    return k8s.core.v1.VolumeArgs(
-        name="code",
-        config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
-            name=CODE_CONFIG_MAP,
-            default_mode=0o444,
-            items=shipped_items(AGENT_FILES),
-        ),
-    )
 
 
 class NodeAgent(pulumi.ComponentResource):
@@ -253,7 +232,7 @@ class NodeAgent(pulumi.ComponentResource):
 
     @staticmethod
     def _controller() -> k8s.apps.v1.DeploymentSpecArgs:
-        env = _downward({names.ENV_NAMESPACE: "metadata.namespace", names.ENV_POD_NAME: "metadata.name"})
+        env = downward_env({names.ENV_NAMESPACE: "metadata.namespace", names.ENV_POD_NAME: "metadata.name"})
         env.append(k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"))
         return k8s.apps.v1.DeploymentSpecArgs(
             replicas=1,
@@ -266,29 +245,25 @@ class NodeAgent(pulumi.ComponentResource):
                     service_account_name=CONTROLLER,
                     security_context=non_root_pod_security(names.CONTROLLER_USER),
                     containers=[
-                        k8s.core.v1.ContainerArgs(
-                            name="controller",
-                            image=names.AGENT_IMAGE,
-                            command=[names.AGENT_PYTHON, "-m", "components.node_agent.agent.controller.main"],
-                            working_dir=AGENT_DIR,
+                        shipped_container(
+                            "controller",
+                            "components.node_agent.agent.controller.main",
+                            AGENT_DIR,
                             env=env,
                             security_context=locked_down_container(),
                             resources=k8s.core.v1.ResourceRequirementsArgs(
                                 requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
                             ),
-                            volume_mounts=[
-                                k8s.core.v1.VolumeMountArgs(name="code", mount_path=AGENT_DIR, read_only=True)
-                            ],
                         )
                     ],
-                    volumes=[_code_volume()],
+                    volumes=[code_volume(CODE_CONFIG_MAP, AGENT_FILES)],
                 ),
             ),
         )
 
     @staticmethod
     def _executors(config: NodeAgentConfig) -> k8s.apps.v1.DaemonSetSpecArgs:
-        env = _downward({names.ENV_NODE_NAME: "spec.nodeName"})
+        env = downward_env({names.ENV_NODE_NAME: "spec.nodeName"})
         env += [
             k8s.core.v1.EnvVarArgs(name=names.ENV_ALLOW_REBOOT, value="true" if config.allow_reboot else "false"),
             k8s.core.v1.EnvVarArgs(name=names.ENV_UNINSTALL_TIMEOUT, value=str(config.uninstall_timeout_seconds)),
@@ -311,11 +286,10 @@ class NodeAgent(pulumi.ComponentResource):
                     # A long host step (the uninstall) is finished, not cut, on SIGTERM.
                     termination_grace_period_seconds=config.uninstall_timeout_seconds + 60,
                     containers=[
-                        k8s.core.v1.ContainerArgs(
-                            name="executor",
-                            image=names.AGENT_IMAGE,
-                            command=[names.AGENT_PYTHON, "-m", "components.node_agent.agent.executor.main"],
-                            working_dir=AGENT_DIR,
+                        shipped_container(
+                            "executor",
+                            "components.node_agent.agent.executor.main",
+                            AGENT_DIR,
                             env=env,
                             security_context=k8s.core.v1.SecurityContextArgs(
                                 privileged=True, run_as_user=names.AGENT_IMAGE_USER, run_as_non_root=False
@@ -323,11 +297,10 @@ class NodeAgent(pulumi.ComponentResource):
                             resources=k8s.core.v1.ResourceRequirementsArgs(
                                 requests={"cpu": "10m", "memory": "48Mi"}, limits={"memory": "192Mi"}
                             ),
-                            volume_mounts=[
+                            mounts=[
                                 k8s.core.v1.VolumeMountArgs(
                                     name="host-root", mount_path="/host", mount_propagation="HostToContainer"
                                 ),
-                                k8s.core.v1.VolumeMountArgs(name="code", mount_path=AGENT_DIR, read_only=True),
                             ],
                         )
                     ],
@@ -335,7 +308,7 @@ class NodeAgent(pulumi.ComponentResource):
                         k8s.core.v1.VolumeArgs(
                             name="host-root", host_path=k8s.core.v1.HostPathVolumeSourceArgs(path="/", type="Directory")
                         ),
-                        _code_volume(),
+                        code_volume(CODE_CONFIG_MAP, AGENT_FILES),
                     ],
                 ),
             ),

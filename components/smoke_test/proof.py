@@ -23,8 +23,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.base.kubernetes_args import locked_down_container, non_root_pod_security
-from components.base.shipped_code import shipped_items, shipped_sources
+from components.base.kubernetes_args import downward_env, locked_down_container, non_root_pod_security
+from components.base.shipped_code import code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as agent_names
 from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS, PROOF_NAMESPACE
 
@@ -195,27 +195,18 @@ class GpuProof(pulumi.ComponentResource):
         return [self.job]
 
 
-def _downward(name: str, path: str) -> k8s.core.v1.EnvVarArgs:
-    return k8s.core.v1.EnvVarArgs(
-        name=name,
-        value_from=k8s.core.v1.EnvVarSourceArgs(field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path=path)),
-    )
-
-
 def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
     return k8s.core.v1.PodSpecArgs(
         restart_policy="Never",
         service_account_name=ACCOUNT,
         security_context=non_root_pod_security(agent_names.CONTROLLER_USER),
         containers=[
-            k8s.core.v1.ContainerArgs(
-                name="proof",
-                image=agent_names.AGENT_IMAGE,
-                command=[agent_names.AGENT_PYTHON, "-m", "components.node_agent.agent.proof.main"],
-                working_dir=CODE_DIR,
+            shipped_container(
+                "proof",
+                "components.node_agent.agent.proof.main",
+                CODE_DIR,
                 env=[
-                    _downward("POD_NAME", "metadata.name"),
-                    _downward("POD_UID", "metadata.uid"),
+                    *downward_env({"POD_NAME": "metadata.name", "POD_UID": "metadata.uid"}),
                     k8s.core.v1.EnvVarArgs(name="PROOF_SETTINGS", value=json.dumps(settings, sort_keys=True)),
                     k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"),
                 ],
@@ -223,17 +214,7 @@ def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
                 resources=k8s.core.v1.ResourceRequirementsArgs(
                     requests={"cpu": "10m", "memory": "48Mi"}, limits={"memory": "128Mi"}
                 ),
-                volume_mounts=[k8s.core.v1.VolumeMountArgs(name="code", mount_path=CODE_DIR, read_only=True)],
             )
         ],
-        volumes=[
-            k8s.core.v1.VolumeArgs(
-                name="code",
-                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
-                    name=CODE_CONFIG_MAP,
-                    default_mode=0o444,
-                    items=shipped_items(PROOF_FILES),
-                ),
-            )
-        ],
+        volumes=[code_volume(CODE_CONFIG_MAP, PROOF_FILES)],
     )
