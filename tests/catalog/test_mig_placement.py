@@ -190,6 +190,14 @@ def test_counts_must_be_non_negative_integers(count):
         place("H100-80GB", {"1g.10gb": count})
 
 
+@pytest.mark.parametrize("count", [1.0, True])
+def test_a_remembered_placement_does_not_let_an_equal_non_integer_count_through(count):
+    # 1.0 and True are equal to 1 as dictionary keys: placing {1g.10gb: 1} first must not make them valid.
+    assert place("H100-80GB", {"1g.10gb": 1}).layout == {"1g.10gb": 1}
+    with pytest.raises(MigLayoutError, match=r"count for 1g\.10gb must be an integer"):
+        place("H100-80GB", {"1g.10gb": count})
+
+
 def test_zero_counts_are_ignored_and_an_empty_layout_is_mig_without_instances():
     assert place("H100-80GB", {"1g.10gb": 0, "7g.80gb": 1}).pairs == (("7g.80gb", 0),)
     assert place("H100-80GB", {}).instances == ()

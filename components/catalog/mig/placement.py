@@ -192,11 +192,10 @@ def place(model: str, layout: Mapping[str, int]) -> Placement:
     A placement is a pure function of the model and the counts, and a fleet asks for the same few layouts
     once per node (thousands of times at fleet scale), so successful placements are remembered.
     """
-    try:
-        key = tuple(sorted(layout.items()))
-        hash((model, key))
-    except TypeError:  # a malformed layout (unhashable or unorderable values): checked below, not remembered
+    # Only exact ints are remembered: 1.0 and True equal 1 as dict keys, and must still be refused.
+    if not all(type(name) is str and type(count) is int for name, count in layout.items()):
         return _place(model, layout)
+    key = tuple(sorted(layout.items()))
     return _remembered(model, key)
 
 
