@@ -20,6 +20,7 @@ is invalid.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -224,11 +225,16 @@ def script_text(step: HostPrepStep | str) -> str:
     The script sources lib.sh on a line ending in the inline marker; that line is replaced by the
     text of lib.sh, so nothing but this text has to reach the host.
     """
-    step = _resolve(step)
-    lines = (SCRIPTS_DIR / step.script).read_text(encoding="utf-8").splitlines(keepends=True)
+    return _inlined_script(_resolve(step).script)
+
+
+@functools.cache
+def _inlined_script(script: str) -> str:
+    """``script_text`` of one script file, read once per process (a fleet asks for each step once per host)."""
+    lines = (SCRIPTS_DIR / script).read_text(encoding="utf-8").splitlines(keepends=True)
     marked = [i for i, line in enumerate(lines) if line.rstrip().endswith(_INLINE_MARKER)]
     if len(marked) != 1:
-        raise HostPrepOutputError(f"{step.script} must source lib.sh on exactly one line ending in {_INLINE_MARKER!r}")
+        raise HostPrepOutputError(f"{script} must source lib.sh on exactly one line ending in {_INLINE_MARKER!r}")
     lib_lines = (SCRIPTS_DIR / LIB_SCRIPT).read_text(encoding="utf-8").splitlines(keepends=True)
     if lib_lines and lib_lines[0].startswith("# shellcheck shell="):
         lib_lines = lib_lines[1:]
