@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import scipy.optimize
+import highspy
 
 from components.catalog.mig import PoolShape, maximal_layouts, plan_fleet, plan_pools
 
@@ -47,14 +47,14 @@ def test_what_the_native_solver_prints_goes_to_stderr_not_stdout(
     # Stand-in for HiGHS printing from C with log_to_console off (ERGO-Code/HiGHS issue #2734: "degeneracy?
     # not possible to find non-active constraint to leave basis" on stdout): a printf, flushed, around the
     # real solve.
-    real: Callable[..., Any] = scipy.optimize.milp
+    real: Callable[..., Any] = highspy.Highs.run
 
-    def chatty_milp(*args: Any, **kwargs: Any) -> Any:
+    def chatty_run(*args: Any, **kwargs: Any) -> Any:
         _LIBC.printf(b"degeneracy? not possible to find non-active constraint to leave basis\n")
         _LIBC.fflush(None)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scipy.optimize, "milp", chatty_milp)
+    monkeypatch.setattr(highspy.Highs, "run", chatty_run)
     print("before the plan")
     planned = plan_pools({"3g.40gb": 2}, [PoolShape("a", "H100-80GB", 1, 2, ({"1g.10gb": 7}, None))])
     print("after the plan")

@@ -18,14 +18,14 @@ The problem is a small integer program, so it is handed to a MILP solver instead
   An infeasible demand is refused with the GPUs it needs and the shortfall per profile that the
   full fleet still leaves (a third solve: the fewest instances missing).
 
-Solver: ``scipy.optimize.milp`` (HiGHS), chosen over Google OR-tools after trying both on this model
-(docs/mig.md, "Why HiGHS through scipy.optimize.milp", has the figures). OR-tools' CP-SAT is faster
-(p95 5 ms against 59 ms of CPU on random demands of up to 10^6 instances), but both are well inside the
-target, and OR-tools 9.15 cannot be installed beside the Pulumi policy SDK: it needs protobuf >= 6.33.1,
-pulumi-policy 1.21.0 pins protobuf ~= 5.29.5. scipy needs only numpy (216 MB installed against about
-250 MB for OR-tools with numpy, pandas and protobuf), is BSD-licensed with HiGHS under MIT (OR-tools:
-Apache-2.0), and HiGHS's serial MIP solve is deterministic for the same input. The solver is imported
-only inside ``milp.solve``, so a stack without ``mig.demand`` never loads scipy.
+Solver: HiGHS (through its binding ``highspy``), chosen over Google OR-tools after trying both on this
+model (docs/mig.md, "Why HiGHS, not OR-tools", has the figures). OR-tools' CP-SAT is faster (p95 5 ms
+against 59 ms of CPU on random demands of up to 10^6 instances), but both are well inside the target, and
+OR-tools 9.15 cannot be installed beside the Pulumi policy SDK: it needs protobuf >= 6.33.1,
+pulumi-policy 1.21.0 pins protobuf ~= 5.29.5. ``highspy`` needs only numpy (about 50 MB installed against
+about 250 MB for OR-tools with numpy, pandas and protobuf), HiGHS is MIT-licensed (OR-tools: Apache-2.0),
+and its serial MIP solve is deterministic for the same input. The solver is imported only inside
+``milp.solve``, so a stack without ``mig.demand`` never loads it.
 """
 
 from __future__ import annotations

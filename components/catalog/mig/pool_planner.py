@@ -5,7 +5,7 @@ GPUs one by one: every node of a pool carries the same ``nvidia.com/mig.config``
 labels all its nodes alike; a bare-metal node is a pool of one), and that config may give each GPU
 *index* its own layout. So the program needs, per pool, one layout per GPU index, the same on every
 node of the pool. That is again a small integer program, solved with the same MILP solver
-(``milp.solve``: HiGHS through ``scipy.optimize.milp``, silent, answer re-checked in integers):
+(``milp.solve``: HiGHS through ``highspy``, silent, answer re-checked in integers):
 
 - Variables ``y[p, L]``: GPUs per node of pool ``p`` cut in layout ``L``, where ``L`` ranges over the
   model's *maximal* layouts (nothing more fits: no slice is left idle), the layouts the pool has in
