@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from preview.gate.config import load_policy_config
 from preview.gate.evaluate import evaluate
-from preview.run.mocks import Registration
+from preview.run.registration import Registration
 from preview.run.runner import run_program
 
 RESOURCES = 1_000

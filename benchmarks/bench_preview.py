@@ -42,13 +42,17 @@ after = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(time.process_time() - start + after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
 """
 # The SDK modules a stack's program loads (``pulumi_kubernetes`` loads its API groups lazily: a program that
-# declares a Namespace loads ``core.v1``, thousands of input classes no program of the kind avoids).
+# declares a Namespace loads ``core.v1``, thousands of input classes no program of the kind avoids). Only
+# modules really executed count: an API group's package registers every version lazily (a placeholder in
+# ``sys.modules`` that is loaded on first attribute access), and importing those placeholders by name would
+# load versions the program never touches.
 SDK_MODULES = """
-import sys
+import sys, types
 from preview.run.runner import run_program
 run_program(sys.argv[1])
-prefixes = ("pulumi_kubernetes.", "pulumi_command.", "pulumi_yandex_marketmaker")
-print(" ".join(sorted(m for m in sys.modules if m.startswith(prefixes) and not m.split(".")[-1].startswith("_"))))
+prefixes = ("pulumi_kubernetes.", "pulumi_command.", "pulumi_yandex_marketmaker", "pulumi_random")
+loaded = (m for m, module in list(sys.modules.items()) if type(module) is types.ModuleType)
+print(" ".join(sorted(m for m in loaded if m.startswith(prefixes) and not m.split(".")[-1].startswith("_"))))
 """
 
 

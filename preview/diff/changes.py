@@ -26,7 +26,7 @@ from components.catalog.names import NODE_GROUP_TYPE
 from preview.diff.moves import Move, find_moves
 from preview.diff.replacements import ResourceOptions, replace_note, replace_reasons, update_note
 from preview.diff.snapshot import Gpu, Pool, Snapshot
-from preview.run.mocks import SECRET_MASK
+from preview.run.registration import SECRET_MASK
 
 CREATE, UPDATE, REPLACE, DELETE = "create", "update", "replace", "delete"
 ACTIONS = (CREATE, UPDATE, REPLACE, DELETE)

@@ -21,7 +21,7 @@ from pulumi_policy import (
 from pulumi_policy import proxy as analyzer_proxy
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from preview.run.mocks import Registration
+from preview.run.registration import Registration
 
 NO_OPTIONS = PolicyResourceOptions(
     protect=False,

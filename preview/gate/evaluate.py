@@ -31,7 +31,7 @@ from preview.gate.config import (
     load_policy_config,
 )
 from preview.render.rendered import Rendered, RenderedObject, render_program
-from preview.run.mocks import SECRET_MASK, Registration, secret_strings
+from preview.run.registration import SECRET_MASK, Registration, secret_strings
 from preview.run.runner import REPO_ROOT, ProgramRun
 
 STACK_RESOURCE = "(stack)"

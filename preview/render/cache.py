@@ -43,9 +43,9 @@ MAX_BYTES = 512 * 1024 * 1024  #: the folder's bound; the dev and prod renders t
 _VERSION_COMMANDS = {"helm": ["version", "--short"], "kubectl": ["version", "--client", "--output=json"]}
 
 
-def enabled() -> bool:
-    """False when ``GPU_PLATFORM_RENDER_CACHE=off``."""
-    return os.environ.get(CACHE_ENV, "on").lower() not in ("off", "0", "false", "no")
+def enabled(variable: str = CACHE_ENV) -> bool:
+    """False when ``variable`` (by default ``GPU_PLATFORM_RENDER_CACHE``) is ``off``, ``0``, ``false`` or ``no``."""
+    return os.environ.get(variable, "on").lower() not in ("off", "0", "false", "no")
 
 
 def project_cache(project: Path) -> RenderCache:

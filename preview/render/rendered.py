@@ -50,7 +50,7 @@ from components.catalog.upstream import GPU_OPERATOR_CHART, tree_digest
 from preview.render.cache import RenderCache, enabled, project_cache
 from preview.render.tools import find_tool, pinned_chart_dir
 from preview.run.files import dump_yaml, manifest_filename, whole_numbers
-from preview.run.mocks import SECRET_MASK, Registration, secret_strings
+from preview.run.registration import SECRET_MASK, Registration, secret_strings
 from preview.run.runner import REPO_ROOT, ProgramRun
 
 RENDERED_DIR = "rendered"

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
-from preview.run.mocks import Registration
 from preview.run.output_folder import write_files as write_files  # re-exported: preview.diff.review writes with it
+from preview.run.registration import Registration
 from preview.run.runner import ProgramRun
 
 KUSTOMIZE_DIRECTORY = "kubernetes:kustomize/v2:Directory"

@@ -14,7 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the review reads options.json without loading the program's runtime
-    from preview.run.mocks import Registration
+    from preview.run.registration import Registration
     from preview.run.runner import ProgramRun
 
 OPTIONS_FILE = "options.json"

@@ -15,7 +15,9 @@ renders, the policy gate. A build tool skips a target whose inputs did not chang
   every file, the notices, the resource tree, the policy verdicts, the MIG plan lines, and whether a
   mandatory policy failed. Refused stacks and errors are never stored: they run every time.
 - Stored in the render cache's folder (``.cache/render``, or ``$GPU_PLATFORM_CACHE_DIR``), atomically and
-  within its bound; ``GPU_PLATFORM_RENDER_CACHE=off`` turns both off, ``make clean`` empties both.
+  within its bound; ``GPU_PLATFORM_RENDER_CACHE=off`` turns both off, ``GPU_PLATFORM_RESULT_CACHE=off`` this
+  one only (the program and the gate run, unchanged renders are still read from their cache: what
+  ``make bench`` measures as a preview's cost beyond the renders), ``make clean`` empties both.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from preview.render.cache import enabled, project_cache
 #: The code a preview runs, relative to the repository (every file, so scripts and data count too).
 CODE_TREES = ("components", "policies", "preview")
 _KIND = "preview"
+#: ``off`` (or 0, false, no): whole previews are neither read nor stored; renders are still cached.
+RESULT_CACHE_ENV = "GPU_PLATFORM_RESULT_CACHE"
 _ENVIRONMENT_PREFIXES = ("GPU_PLATFORM_", "PULUMI_")
 _SKIPPED_PARTS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
@@ -107,7 +111,7 @@ class ResultCache:
 
     def key(self, stack: str, root: Path, out_dir: Path, tools: list[str]) -> str | None:
         """The key, or None when caching is off or a tool's version cannot be read."""
-        if not enabled():
+        if not (enabled() and enabled(RESULT_CACHE_ENV)):
             return None
         versions = [self.store.tool_version(tool) for tool in tools]
         if any(version is None for version in versions):

@@ -17,7 +17,8 @@ from components.base.problems import StackConfigError
 from components.base.runtime_mode import drain_notices
 from components.catalog.names import OFFLINE_ENV
 from components.stack.config import PROJECT, parse_stack_config
-from preview.run.mocks import SECRET_MASK, PlatformMocks, RecordingMonitor, Registration
+from preview.run.mocks import PlatformMocks, RecordingMonitor
+from preview.run.registration import SECRET_MASK, Registration
 from preview.run.stack_file import StackFile, load_stack_file, offline_dummy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import highspy
+import pytest
 
 from components.catalog.mig import PoolShape, maximal_layouts, plan_fleet, plan_pools
 

@@ -6,8 +6,8 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import highspy
+import pytest
 import yaml
 
 from tools.mig import main

@@ -21,7 +21,7 @@ from preview.diff.report_markdown import markdown_report
 from preview.diff.snapshot import Snapshot
 from preview.diff.summary import summary_lines
 from preview.diff.urns import AliasSpec, UrnBook, make_urn, normalise, urns_from_parents
-from preview.run.mocks import SECRET_MASK, reveal_connection
+from preview.run.registration import SECRET_MASK, reveal_connection
 
 DRIVERS = "gpu-platform:gpu:GpuDrivers"
 NVIDIA_DRIVER = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"

@@ -35,8 +35,8 @@ from preview.gate.config import PolicyConfigError, load_policy_config, parse_pol
 from preview.gate.evaluate import RENDER_CHECK, GateResult, evaluate, run_gate
 from preview.gate.report import verdict_table, write_report
 from preview.render.rendered import HELM_RELEASE, render_registrations
-from preview.run.mocks import SECRET_MASK, Registration, secret_strings
 from preview.run.output_folder import REPORT_NAME
+from preview.run.registration import SECRET_MASK, Registration, secret_strings
 from preview.run.runner import ProgramRun, run_program
 from preview.run.stack_file import available_stacks
 from tests.helpers import ROOT, one_driver, preview_cli

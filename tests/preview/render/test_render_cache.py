@@ -20,7 +20,7 @@ import preview.render.rendered as rendered
 from components.catalog.names import HELM_RELEASE_TYPE
 from preview.render.cache import RenderCache
 from preview.render.rendered import render_registrations
-from preview.run.mocks import Registration
+from preview.run.registration import Registration
 from preview.run.runner import ProgramRun, run_program
 from tests.helpers import ROOT
 

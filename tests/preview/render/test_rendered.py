@@ -25,7 +25,7 @@ from policies.gpu_policies.props import get
 from preview.gate.evaluate import RENDER_CHECK, evaluate
 from preview.render.rendered import HELM_RELEASE, Rendered, RenderedObject, render_registrations, split_documents
 from preview.render.tools import RenderSetupError, find_tool
-from preview.run.mocks import SECRET_MASK, Registration
+from preview.run.registration import SECRET_MASK, Registration
 from preview.run.runner import run_program
 from preview.run.stack_file import available_stacks
 from tests.helpers import ROOT, one_driver, stack_raw

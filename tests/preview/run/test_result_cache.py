@@ -7,6 +7,8 @@ is replaced only to count runs, or to fail if the program runs at all.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,28 @@ def test_an_unchanged_preview_is_not_run_again_and_writes_and_says_the_same(
     assert capsys.readouterr().out == first_console
     assert _files(tmp_path / "out" / "prod") == first_files
     assert "resources.json" in first_files and "policy-report.json" in first_files
+
+
+# A preview in a fresh interpreter; prints the SDK packages it imported.
+_IMPORTED_SDKS = """
+import runpy, sys
+sys.argv = ["preview", *sys.argv[1:]]
+try:
+    runpy.run_module("preview", run_name="__main__")
+except SystemExit as stop:
+    assert not stop.code, stop.code
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("pulumi", "pulumi_kubernetes", "grpc", "google")))
+"""
+
+
+def test_a_preview_read_from_the_result_cache_imports_no_sdk(tmp_path: Path) -> None:
+    # A warm preview costs about the interpreter's start: pulumi alone (grpc, protobuf) would double it.
+    arguments = ["prod", "--quiet", "--no-base", "--out", str(tmp_path / "out")]
+    command = [sys.executable, "-c", _IMPORTED_SDKS, *arguments]
+    cold = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    warm = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "'pulumi'" in cold.stdout.splitlines()[-1]  # the first one ran the program
+    assert warm.stdout.splitlines()[-1] == "[]"
 
 
 def test_a_changed_stack_file_previews_anew(tmp_path: Path, program_runs: list[str]) -> None:
