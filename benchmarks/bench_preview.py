@@ -4,7 +4,11 @@ Targets (issue: a preview in seconds), in CPU seconds (the process and its child
 - **warm**: a preview whose inputs did not change (read from the result cache) costs at most 2x the
   import floor of its stack kind;
 - **cold**: a preview with both caches off costs at most the render time (helm and kustomize, run alone
-  on the same stack) plus 2x that floor.
+  on the same stack) plus 2x that floor. What the target bounds, the cost beyond the renders, is measured
+  directly: the preview with its renders read from their cache and the whole-preview cache off
+  (``GPU_PLATFORM_RESULT_CACHE=off``: the program, the gate and the files run again). The difference of the
+  cold preview and the renders alone is printed too, but two medians of about 16 CPU-s that vary by a
+  second from run to run cannot resolve a difference of one.
 
 The floors are the SDKs no program of the kind can avoid: Yandex (dev) ``pulumi``, ``pulumi_kubernetes``
 and the Yandex SDK; bare metal (prod) ``pulumi``, ``pulumi_kubernetes`` and ``pulumi_command``. Each
@@ -22,8 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from preview.run.result_cache import RESULT_CACHE_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 3
+FLOOR_RUNS = 7  #: the floors are a few tenths of a second each, and vary the most from run to run
 WARM_TARGET = 2.0
 
 FLOORS = {
@@ -73,8 +80,8 @@ def _cpu(command: list[str], env: dict[str, str] | None = None) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _median(command: list[str], env: dict[str, str] | None = None) -> float:
-    return statistics.median(_cpu(command, env) for _ in range(RUNS))
+def _median(command: list[str], env: dict[str, str] | None = None, runs: int = RUNS) -> float:
+    return statistics.median(_cpu(command, env) for _ in range(runs))
 
 
 def _render_seconds(stack: str) -> float:
@@ -99,9 +106,12 @@ def main() -> None:
     """Print each floor, then each stack's warm and cold preview against its targets."""
     from preview.run.stack_file import available_stacks
 
-    floors = {kind: _median([sys.executable, "-c", code]) for kind, code in FLOORS.items()}
+    floors = {kind: _median([sys.executable, "-c", code], runs=FLOOR_RUNS) for kind, code in FLOORS.items()}
     for kind, seconds in floors.items():
-        print(f"import floor {kind} ({FLOORS[kind].removeprefix('import ')}): {seconds:.2f} CPU-s (median of {RUNS})")
+        print(
+            f"import floor {kind} ({FLOORS[kind].removeprefix('import ')}): {seconds:.2f} CPU-s "
+            f"(median of {FLOOR_RUNS})"
+        )
     out = tempfile.mkdtemp(prefix="bench-preview-")
     for stack in available_stacks(ROOT):
         floor = floors[_stack_kind(stack)]
@@ -109,22 +119,23 @@ def main() -> None:
         cold = _median(preview, {**os.environ, "GPU_PLATFORM_RENDER_CACHE": "off"})
         _cpu(preview)  # fills the caches
         warm = _median(preview)
+        beyond = _median(preview, {**os.environ, RESULT_CACHE_ENV: "off"})
         render = _render_seconds(stack)
         warm_verdict = "ok" if warm <= WARM_TARGET * floor else "OVER TARGET"
-        cold_limit = render + WARM_TARGET * floor
-        cold_verdict = "ok" if cold <= cold_limit else "OVER TARGET"
+        cold_verdict = "ok" if beyond <= WARM_TARGET * floor else "OVER TARGET"
         print(
             f"preview {stack} warm (inputs unchanged): {warm:.2f} CPU-s = {warm / floor:.2f}x its floor "
             f"(target <= {WARM_TARGET:.1f}x) {warm_verdict}"
         )
         print(
             f"preview {stack} cold (caches off): {cold:.2f} CPU-s; renders alone {render:.2f} CPU-s; "
-            f"cold - renders = {(cold - render) / floor:.2f}x its floor (target <= {WARM_TARGET:.1f}x) {cold_verdict}"
+            f"beyond the renders (renders cached, the rest run): {beyond:.2f} CPU-s = {beyond / floor:.2f}x its "
+            f"floor (target <= {WARM_TARGET:.1f}x) {cold_verdict}"
         )
         sdk, count = _sdk_floor(stack)
         print(
             f"  of which the {count} SDK modules {stack}'s program loads cost {sdk:.2f} CPU-s imported alone; "
-            f"cold - renders - those = {cold - render - sdk:.2f} CPU-s of our own code"
+            f"beyond the renders and those = {beyond - sdk:.2f} CPU-s (our code, the mocks, the gate, the files)"
         )
 
 
