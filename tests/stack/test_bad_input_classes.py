@@ -65,6 +65,16 @@ def test_a_deploy_policy_past_what_yandex_accepts_is_refused(key: str) -> None:
     assert plan_raw(set_path(stack_raw("dev"), f"{V100}.deploy.{key}", 100))
 
 
+def test_a_deploy_policy_that_could_never_progress_is_refused_at_the_block_naming_both_keys() -> None:
+    # maxUnavailable is 0 in dev: maxExpansion 0 beside it would let no node be added or taken away.
+    (line,) = refusal(set_path(stack_raw("dev"), f"{V100}.deploy.maxExpansion", 0))
+    assert line == (f"{V100}.deploy: maxExpansion and maxUnavailable cannot both be 0: an update could never progress")
+    beside_one = set_path(
+        set_path(stack_raw("dev"), f"{V100}.deploy.maxExpansion", 0), f"{V100}.deploy.maxUnavailable", 1
+    )
+    assert plan_raw(beside_one)
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [

@@ -122,6 +122,12 @@ def integer(low: int, high: int = INT32_MAX, owner: str = "an int32 field of the
     return Rule(owner, st.integers(low, high), st.one_of(above, below, _NOT_INT))
 
 
+def _without(rule: Rule, contextual: Any) -> Rule:
+    """``rule`` with a value whose validity depends on another key drawn on neither side."""
+    invalid = None if rule.invalid is None else rule.invalid.filter(lambda value: value != contextual)
+    return Rule(rule.owner, rule.valid.filter(lambda value: value != contextual), invalid)
+
+
 def choice(*allowed: Any) -> Rule:
     return Rule("the values the receiver knows", st.sampled_from(allowed), st.sampled_from(["zz-unknown", 42, "Auto"]))
 
@@ -288,7 +294,12 @@ RULES: list[tuple[str, Rule]] = [
     ("cluster.context", free_text()),
     ("*.location.subnetId", yandex_id()),
     ("*.securityGroupIds", yandex_ids()),
-    ("*.deploy.maxExpansion", integer(1, 100, "Yandex Cloud deploy policy (0-100; 0 only with maxUnavailable)")),
+    # 0 is valid beside a maxUnavailable of 1 or more and refused beside 0, at the deploy block that holds both
+    # (tests/stack/test_bad_input_classes.py): neither side of the property, like the other contextual values.
+    (
+        "*.deploy.maxExpansion",
+        _without(integer(1, 100, "Yandex Cloud deploy policy (0-100; 0 only with maxUnavailable)"), 0),
+    ),
     ("*.deploy.maxUnavailable", integer(0, 100, "Yandex Cloud deploy policy (0-100)")),
     ("*.bootDisk.size", integer(64, 4096, "Yandex Cloud boot disk (GB)")),
     ("*.bootDisk.type", choice("network-hdd", "network-ssd")),
