@@ -69,6 +69,9 @@ def measure_floor(count: int, kind: str = "configmap") -> dict[str, Any]:
     from pulumi.runtime import reset_options, set_mocks
 
     from components.bare_metal.host_prep_steps import command_text
+    from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
+    from components.catalog.nvidia_driver import driver_check_script
+    from components.smoke_test.config import DEFAULT_IMAGE
     from components.stack.config import PROJECT
     from preview.run.mocks import PlatformMocks, RecordingMonitor
 
@@ -101,14 +104,14 @@ def measure_floor(count: int, kind: str = "configmap") -> dict[str, Any]:
         gpu = {"nvidia.com/gpu": "1"}
         container = k8s.core.v1.ContainerArgs(
             name="vectoradd",
-            image="nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+            image=DEFAULT_IMAGE,
             resources=k8s.core.v1.ResourceRequirementsArgs(limits=gpu),
             security_context=k8s.core.v1.SecurityContextArgs(allow_privilege_escalation=False),
         )
         check = k8s.core.v1.ContainerArgs(
             name="driver-version",
-            image="nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-            command=["sh", "-c", "nvidia-smi"],
+            image=DEFAULT_IMAGE,
+            command=["sh", "-c", driver_check_script(DEFAULT_DRIVER_VERSION)],
             env=[k8s.core.v1.EnvVarArgs(name="NVIDIA_DRIVER_CAPABILITIES", value="compute,utility")],
             resources=k8s.core.v1.ResourceRequirementsArgs(limits=gpu),
         )

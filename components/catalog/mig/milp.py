@@ -15,8 +15,9 @@ cost vector, rows ``lb <= row . x <= ub`` and upper bounds, and ask ``solve``. W
 Why ``highspy`` and not ``scipy.optimize.milp``, which wraps the same HiGHS: importing scipy's optimize
 package costs about 0.8 CPU-s, ``highspy`` about 0.2, and every preview of a stack with ``mig.demand`` pays
 it once. ``highspy`` is pinned at 1.12.0, the HiGHS that scipy 1.17.1 bundled, with the options scipy
-passed (presolve on, ``mip_rel_gap`` 0); on the 1,742 programs ``make bench``'s planner benchmark states,
-the two gave the same solution every time. The solver is imported only inside ``solve``, so a stack
+passed (presolve on, ``mip_rel_gap`` 0). When the planner moved over, both solved the 1,742 programs that
+``benchmarks/bench_mig_planner.py`` states and gave the same solution every time; what the tests keep
+checking is that every answer is optimal (``tests/catalog``: against an exhaustive search). The solver is imported only inside ``solve``, so a stack
 without ``mig.demand`` never loads it.
 """
 
