@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from collections import Counter
@@ -20,6 +21,7 @@ from pulumi.runtime import reset_options, set_all_config, set_mocks
 
 import tests.properties  # noqa: F401  (loads the Hypothesis profile before any test is collected)
 from components.stack.config import PROJECT
+from components.stack.garbage_collection import collect_fully_rarely
 from preview.render.cache import CACHE_DIR_ENV
 from preview.run.mocks import PlatformMocks, RecordingMonitor
 
@@ -27,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Every preview the tests run, in this repository or in a throw-away copy of it, shares one render
 # cache: its keys hold everything a render depends on, so a shared entry is never stale.
 os.environ.setdefault(CACHE_DIR_ENV, str(ROOT / ".cache" / "render"))
+# A test process runs the program hundreds of times at the pace ``__main__.py`` sets for one run (most
+# tests would otherwise run before the first program sets it): full collections of a heap that holds
+# every imported SDK class cost a second each and find next to nothing.
+collect_fully_rarely()
 
 
 @pytest.fixture
@@ -41,6 +47,17 @@ def monitor() -> Iterator[RecordingMonitor]:
     set_all_config({})
     asyncio.set_event_loop(None)
     loop.close()
+
+
+@pytest.fixture
+def collect_abandoned_futures() -> Iterator[None]:
+    """For a test whose program run fails on purpose: the SDK's futures that held the failure are
+    collected in the test's own teardown, where pytest captures asyncio's "exception was never
+    retrieved" log, not at the worker's exit, where it would print (full collections are rare here).
+    The SDK's settings hold the failed run until they are reset."""
+    yield
+    reset_options()
+    gc.collect()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

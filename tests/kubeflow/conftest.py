@@ -1,19 +1,22 @@
 """The example stacks' Kubeflow Directories, rendered once per test session with the real kustomize.
 
 Rendering the real v1.10.2 tree takes seconds per Directory (about 10 s of CPU for ``platform/``), so
-every test that looks at what a stack deploys shares these renders instead of building its own.
+every test that looks at what a stack deploys shares these renders instead of building its own. They
+are the preview's own renders (``preview.render.rendered``): ``kubectl kustomize <path>`` of each
+registered path, read from the render cache when the previews of this session (or an earlier one)
+already ran it with the same tool over the same files.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from preview.render.rendered import render_program
 from preview.run.runner import ProgramRun, run_program
-from tests.kubeflow.kustomize import Obj, kustomize_build
+from tests.kubeflow.kustomize import Obj
 
 STACKS = ("dev", "prod")
 DIRECTORY = "kubernetes:kustomize/v2:Directory"
@@ -41,11 +44,15 @@ def directory_paths(run: ProgramRun) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def stack_renders() -> dict[str, StackRender]:
     """dev and prod: the program's registrations and the kustomize render of each registered Directory."""
-    runs = {stack: run_program(stack) for stack in STACKS}
-    jobs = [(stack, name, path) for stack, run in runs.items() for name, path in directory_paths(run).items()]
-    with ThreadPoolExecutor(max_workers=2) as pool:  # the machine's two cores; kustomize is mostly single-threaded
-        rendered = list(pool.map(lambda job: kustomize_build(job[2]), jobs))
-    directories: dict[str, dict[str, list[Obj]]] = {stack: {} for stack in STACKS}
-    for (stack, name, _path), objects in zip(jobs, rendered, strict=True):
-        directories[stack][name] = objects
-    return {stack: StackRender(runs[stack], directories[stack]) for stack in STACKS}
+    renders = {}
+    for stack in STACKS:
+        run = run_program(stack)
+        directories: dict[str, list[Obj]] = {}
+        for render in render_program(run).renders:
+            if render.origin.type != DIRECTORY:
+                continue
+            assert render.problem is None, f"{render.command}: {render.problem}"
+            directories[render.origin.name] = [obj.manifest for obj in render.objects]
+        assert set(directories) == set(directory_paths(run)), "every registered Directory is rendered"
+        renders[stack] = StackRender(run, directories)
+    return renders

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from preview.render.cache import enabled, project_cache
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = REPO_ROOT / ".tools" / "bin" / "kubectl"
 
@@ -41,6 +43,26 @@ def kustomize_build(directory: Path) -> list[Obj]:
     if result.returncode != 0:
         raise AssertionError(f"kubectl kustomize {directory} failed:\n{result.stderr}")
     return parse(result.stdout)
+
+
+def upstream_build(directory: Path) -> list[Obj]:
+    """``kubectl kustomize`` of a folder of the pinned upstream tree, through the project's render cache.
+
+    The cache key holds kubectl's version, the path and the pinned artifacts' digests, which are all a
+    render of the unmodified tree depends on (``make upstream`` checks the tree against them); a
+    folder this repository writes (an overlay) goes through :func:`kustomize_build` instead.
+    """
+    relative = directory.resolve().relative_to(REPO_ROOT.resolve())
+    cache = project_cache(REPO_ROOT) if enabled() else None
+    key = cache.key(str(ensure_kubectl()), ["kustomize", str(relative)], "pinned tree") if cache else None
+    if cache is None or key is None:
+        return kustomize_build(directory)
+    stored = cache.get(key, "objects")
+    if isinstance(stored, list):
+        return stored
+    objects = kustomize_build(directory)
+    cache.put(key, "objects", objects)
+    return objects
 
 
 def parse(text: str) -> list[Obj]:

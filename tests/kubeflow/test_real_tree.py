@@ -67,9 +67,9 @@ from tests.kubeflow.kustomize import (
     containers,
     find,
     key,
-    kustomize_build,
     parse,
     secret_values,
+    upstream_build,
 )
 
 TREE = REPO_ROOT / KUBEFLOW_MANIFESTS.path
@@ -84,7 +84,7 @@ _CREDENTIAL_VARIABLE = re.compile(r"PASSWORD|SECRET|ACCESS_?KEY|TOKEN", re.IGNOR
 @pytest.fixture(scope="module")
 def example() -> list[Obj]:
     """Upstream's ``kustomize build example``: what the upstream install deploys."""
-    return kustomize_build(TREE / "example")
+    return upstream_build(TREE / "example")
 
 
 @pytest.fixture(params=STACKS)
@@ -383,7 +383,7 @@ def test_stages_are_the_example_minus_what_the_program_owns_and_what_is_left_out
         for component, path in MANIFESTS_TAGS[DEFAULT_TAG].example_resources
         if component == "user-namespace" or (component == CERT_MANAGER and stack.run.stack == "prod")
     ]
-    left_out = {k for path in left_out_paths for k in _normalized(kustomize_build(TREE / path))}
+    left_out = {k for path in left_out_paths for k in _normalized(upstream_build(TREE / path))}
     owned = {("Namespace", "", n.name) for n in SECRET_NAMESPACES} | {
         ("Secret", s.namespace, s.name) for s in REPLACED_SECRETS
     }

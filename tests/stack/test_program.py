@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from pathlib import Path
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.stack.garbage_collection import MIDDLE_COLLECTIONS_PER_FULL, collect_fully_rarely
 from preview.run.files import preview_files
-from preview.run.runner import run_program
+from preview.run.runner import ProgramRun, run_program
 from preview.run.stack_file import OFFLINE_DUMMY_PREFIX, available_stacks
 from tests.helpers import ROOT, preview_cli
 from tests.preview.support import expected_exit
@@ -22,9 +24,15 @@ def test_the_repository_has_the_dev_stack() -> None:
     assert "dev" in STACKS
 
 
+@pytest.fixture(scope="module")
+def runs() -> dict[str, ProgramRun]:
+    """One run of each stack, for the tests that only read it."""
+    return {stack: run_program(stack) for stack in STACKS}
+
+
 @pytest.mark.parametrize("stack", STACKS)
-def test_stack_previews_without_errors(stack: str) -> None:
-    run = run_program(stack)
+def test_stack_previews_without_errors(stack: str, runs: dict[str, ProgramRun]) -> None:
+    run = runs[stack]
     assert run.config_error is None, run.config_error
     assert run.outputs["contractVersion"] == "1"
     assert run.outputs["cluster"]["environment"] == stack or run.outputs["cluster"]["environment"]
@@ -38,8 +46,8 @@ def test_stack_previews_without_errors(stack: str) -> None:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_preview_files_hold_no_plaintext_secret(stack: str) -> None:
-    run = run_program(stack)
+def test_preview_files_hold_no_plaintext_secret(stack: str, runs: dict[str, ProgramRun]) -> None:
+    run = runs[stack]
     files = preview_files(run)
     text = "\n".join(files.values())
     assert OFFLINE_DUMMY_PREFIX not in text
@@ -53,14 +61,25 @@ def test_preview_is_deterministic(stack: str) -> None:
     assert preview_files(run_program(stack)) == preview_files(run_program(stack))
 
 
-def test_dev_node_group_outputs_tell_how_to_schedule() -> None:
-    group = run_program("dev").outputs["gpuNodeGroups"]["v100"]
+def test_dev_node_group_outputs_tell_how_to_schedule(runs: dict[str, ProgramRun]) -> None:
+    group = runs["dev"].outputs["gpuNodeGroups"]["v100"]
     assert group["gpuModel"] == "V100-32GB" and group["gpusPerNode"] == 1
     assert group["gpuEnvironment"] == "runc"
     assert group["scheduling"]["nodeSelector"] == {"gpu-platform.io/node-group": "v100"}
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in group[
         "scheduling"
     ]["tolerations"]
+
+
+def test_a_program_run_collects_fully_only_rarely() -> None:
+    """``__main__.py`` sets its process's collector pace, under the engine as under the preview."""
+    gc.set_threshold(700, 10, 10)  # CPython's default
+    try:
+        run = run_program("prod")
+        assert run.config_error is None
+        assert gc.get_threshold() == (700, 10, MIDDLE_COLLECTIONS_PER_FULL)
+    finally:
+        collect_fully_rarely()
 
 
 def test_cli_writes_the_preview(tmp_path: Path) -> None:
