@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import sys
 from collections import Counter
@@ -33,6 +34,11 @@ os.environ.setdefault(CACHE_DIR_ENV, str(ROOT / ".cache" / "render"))
 # tests would otherwise run before the first program sets it): full collections of a heap that holds
 # every imported SDK class cost a second each and find next to nothing.
 collect_fully_rarely()
+# The test processes write bytecode (``__pycache__`` is ignored by git) whatever the machine's
+# PYTHONDONTWRITEBYTECODE says: the suite starts about a hundred previews in fresh interpreters, and
+# each would otherwise compile the program's modules again (about 0.4 CPU-s apiece).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture
@@ -47,17 +53,6 @@ def monitor() -> Iterator[RecordingMonitor]:
     set_all_config({})
     asyncio.set_event_loop(None)
     loop.close()
-
-
-@pytest.fixture
-def collect_abandoned_futures() -> Iterator[None]:
-    """For a test whose program run fails on purpose: the SDK's futures that held the failure are
-    collected in the test's own teardown, where pytest captures asyncio's "exception was never
-    retrieved" log, not at the worker's exit, where it would print (full collections are rare here).
-    The SDK's settings hold the failed run until they are reset."""
-    yield
-    reset_options()
-    gc.collect()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -77,10 +72,20 @@ def _mutation_outcomes() -> Counter[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Under pytest-xdist, a worker hands its counts to the controller."""
+    """Under pytest-xdist, a worker hands its counts to the controller; the process drops what is left
+    of the program runs that failed on purpose.
+
+    Those runs leave the SDK's futures and tasks behind (a failed registration, the outputs that waited
+    on it). With full collections rare, they outlive the tests that made them, and asyncio's log of
+    them ("exception was never retrieved", "Task was destroyed but it is pending") would print at the
+    process's exit, where it names no test; pytest captured it inside some later test before.
+    """
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["mutation_outcomes"] = dict(_mutation_outcomes())
+    reset_options()
+    logging.getLogger("asyncio").disabled = True
+    gc.collect()
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -77,7 +77,6 @@ def test_consumer_schedules_onto_the_pool_with_the_platforms_outputs() -> None:
     assert provider.masked_inputs["kubeconfig"] == "[secret]", "the kubeconfig stays secret in the consumer"
 
 
-@pytest.mark.usefixtures("collect_abandoned_futures")
 def test_consumer_refuses_an_unknown_pool_with_the_list() -> None:
     with pytest.raises(
         pulumi.RunError, match="pool 'gpu-node-9' is not a gpu-platform pool; pools: gpu-node-1, gpu-node-2, gpu-node-3"

@@ -141,7 +141,6 @@ def _canary_dev() -> dict[str, Any]:
     return set_path(raw, "nodeGroups.a100.driver", {"version": "580.105.08", "cuda": "13.0"})
 
 
-@pytest.mark.usefixtures("collect_abandoned_futures")
 def test_a_failed_canary_proof_keeps_the_other_pools_driver_and_every_smoke_job_from_the_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -98,7 +98,6 @@ class _FailingCanaryJob(PlatformMocks):
         return super().new_resource(args)
 
 
-@pytest.mark.usefixtures("collect_abandoned_futures")
 def test_a_failing_canary_leaves_the_other_pools_driver_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
     SENT.clear()
     monkeypatch.setattr(preview.run.runner, "PlatformMocks", _FailingCanaryJob)

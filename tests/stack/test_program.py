@@ -57,8 +57,8 @@ def test_preview_files_hold_no_plaintext_secret(stack: str, runs: dict[str, Prog
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_preview_is_deterministic(stack: str) -> None:
-    assert preview_files(run_program(stack)) == preview_files(run_program(stack))
+def test_preview_is_deterministic(stack: str, runs: dict[str, ProgramRun]) -> None:
+    assert preview_files(run_program(stack)) == preview_files(runs[stack])
 
 
 def test_dev_node_group_outputs_tell_how_to_schedule(runs: dict[str, ProgramRun]) -> None:
