@@ -25,11 +25,17 @@ from components.stack.config import PROJECT
 from components.stack.garbage_collection import collect_fully_rarely
 from preview.render.cache import CACHE_DIR_ENV
 from preview.run.mocks import PlatformMocks, RecordingMonitor
+from preview.run.result_cache import RESULT_CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every preview the tests run, in this repository or in a throw-away copy of it, shares one render
 # cache: its keys hold everything a render depends on, so a shared entry is never stale.
 os.environ.setdefault(CACHE_DIR_ENV, str(ROOT / ".cache" / "render"))
+# The tests' previews are one-off (each in its own project copy or output folder): stored as whole
+# results (about 11 MB each) they would fill the bounded cache within one run and push out the renders
+# every later preview needs (a Kubeflow render costs seconds). The whole-preview cache is on only where
+# it is tested (tests/preview/run/test_result_cache.py).
+os.environ.setdefault(RESULT_CACHE_ENV, "off")
 # A test process runs the program hundreds of times at the pace ``__main__.py`` sets for one run (most
 # tests would otherwise run before the first program sets it): full collections of a heap that holds
 # every imported SDK class cost a second each and find next to nothing.

@@ -15,8 +15,14 @@ import pytest
 
 import preview.run.runner as runner
 from preview.__main__ import main
-from preview.run.result_cache import preview_key
+from preview.run.result_cache import RESULT_CACHE_ENV, preview_key
 from tests.helpers import ROOT
+
+
+@pytest.fixture(autouse=True)
+def result_cache_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole-preview cache is on here, as it is for a user (the other tests turn it off: tests/conftest.py)."""
+    monkeypatch.setenv(RESULT_CACHE_ENV, "on")
 
 
 @pytest.fixture
