@@ -13,8 +13,11 @@ are stored under ``.cache/render/`` and re-used while the key is the same.
   (without the tool's own path) and the values, or the overlay folder's ``tree_digest``.
 - **Safe under concurrent previews**: an entry is written to a temporary file in its folder and renamed
   into place (atomic on POSIX), so a reader sees no entry or a whole one; an unreadable entry is a miss.
-- **Bounded**: a hit refreshes an entry's modification time; after a store, the oldest entries go until
-  the folder holds at most ``MAX_BYTES``. ``make clean`` removes the folder.
+- **Bounded**: a hit refreshes an entry's modification time; after a store, entries go until the folder
+  holds at most ``MAX_BYTES``: first what the renders did not write (the result cache's whole previews,
+  about 11 MB each and made again from the renders in seconds), then the renders, each oldest first. A
+  preview served whole reads no render, so by age alone a run of previews would push out the renders
+  every changed preview needs. ``make clean`` removes the folder.
 - Failed renders are never stored: a failure is re-run, so its message is always the tool's current one.
 - ``GPU_PLATFORM_RENDER_CACHE=off`` renders everything every time; ``GPU_PLATFORM_CACHE_DIR=<folder>``
   puts the cache elsewhere (a base preview of ``make diff``, exported under ``.cache/preview/``, shares
@@ -40,6 +43,8 @@ CACHE_ENV = "GPU_PLATFORM_RENDER_CACHE"
 CACHE_DIR_ENV = "GPU_PLATFORM_CACHE_DIR"
 CACHE_DIR = Path(".cache") / "render"
 MAX_BYTES = 512 * 1024 * 1024  #: the folder's bound; the dev and prod renders take about 30 MB together
+#: The kinds of entry the renders write (``preview.render.rendered``): pruned after every other kind.
+RENDER_KINDS = ("documents", "files-")
 _VERSION_COMMANDS = {"helm": ["version", "--short"], "kubectl": ["version", "--client", "--output=json"]}
 
 
@@ -87,7 +92,7 @@ class RenderCache:
     # -- entries ---------------------------------------------------------------------------------
 
     def get(self, key: str, kind: str) -> Any | None:
-        """The stored value of ``kind`` (``objects`` or ``files-<digest>``) under ``key``, or None."""
+        """The stored value of ``kind`` (``documents``, ``files-<digest>``, another user's) under ``key``, or None."""
         path = self._path(key, kind)
         try:
             value = json.loads(path.read_text())
@@ -122,12 +127,18 @@ class RenderCache:
                 status = path.stat()
                 entries.append((status.st_mtime_ns, status.st_size, path))
         total = sum(size for _, size, _ in entries)
-        for _, size, path in sorted(entries):
+        for _, size, path in sorted(entries, key=lambda entry: (_is_render(entry[2]), entry[0])):
             if total <= MAX_BYTES:
                 break
             with contextlib.suppress(OSError):
                 path.unlink()
                 total -= size
+
+
+def _is_render(path: Path) -> bool:
+    """Whether ``<key>.<kind>.json`` is an entry the renders wrote."""
+    kind = path.name.split(".")[1] if path.name.count(".") >= 2 else ""
+    return kind.startswith(RENDER_KINDS)
 
 
 @functools.cache

@@ -130,6 +130,21 @@ def test_the_folder_is_kept_within_its_bound_oldest_used_first(tmp_path: Path, m
     assert sum(p.stat().st_size for p in cache.folder.glob("??/*.json")) <= 2500
 
 
+def test_whole_previews_go_before_the_renders_they_were_made_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of previews served whole reads no render: by age alone they would push the renders out."""
+    cache = RenderCache(tmp_path / "cache")
+    monkeypatch.setattr(render_cache, "MAX_BYTES", 3500)
+    entries = [("01", "documents"), ("02", "files-abc"), ("03", "preview"), ("04", "preview")]
+    for index, (prefix, kind) in enumerate(entries):
+        cache.put(prefix + "0" * 62, kind, ["x" * 1000])
+        os.utime(cache._path(prefix + "0" * 62, kind), ns=(index, index))
+    cache.put("05" + "0" * 62, "preview", ["x" * 1000])
+    kept = sorted(p.name.split(".")[1] + p.name[:2] for p in cache.folder.glob("??/*.json"))
+    assert kept == ["documents01", "files-abc02", "preview05"]
+
+
 def test_turned_off_it_renders_every_time(monkeypatch: pytest.MonkeyPatch, prod: ProgramRun, runs: list[str]) -> None:
     monkeypatch.setenv(render_cache.CACHE_ENV, "off")
     render_registrations([_release(prod)], ROOT)
