@@ -3,13 +3,14 @@
 For bare-metal stacks of 3, 30, 150, 400 and 1,000 nodes (``benchmarks.fleet``: prod's three kinds of
 node repeated) it runs the real program under the preview's mocks, each in a fresh interpreter, and
 prints per fleet: resources registered, CPU seconds of the program run and the garbage collector's
-share of them, peak memory, and CPU per resource against the **floor**: the same number of plain resources (ConfigMaps, no dependencies)
-registered under the same mocks. Imports are excluded from both: each child first runs a small
-instance of its measurement (a 3-node fleet, 10 ConfigMaps), which loads the SDK's lazy API groups,
-the solver and the program's modules, then times the real one. Without that the first-use imports
-(about 2 CPU-s for the program: ``pulumi_kubernetes`` API groups, the MIG solver, our own modules) would be
-charged to the program's registrations and not to the floor's. Targets (issue: linear at fleet scale): CPU per
-resource flat within 1.25x from 150 to 1,000 nodes, and within 1.5x of the floor.
+share of them, peak memory, and CPU per resource against the **floor**: the same number of plain
+resources (ConfigMaps, no dependencies) registered under the same mocks. Imports are excluded from both:
+each child first runs a small instance of its measurement (a 3-node fleet, 10 ConfigMaps), which loads
+the SDK's lazy API groups, the solver and the program's modules, then times the real one. Without that
+the first-use imports (about 2 CPU-s for the program: ``pulumi_kubernetes`` API groups, the MIG solver,
+our own modules) would be charged to the program's registrations and not to the floor's. Targets (issue:
+linear at fleet scale): CPU per resource flat within 1.25x from 150 to 1,000 nodes, and within 1.5x of
+the floor.
 
 ``python -m benchmarks.bench_scale [NODES ...]`` (default: every size); ``--one program|floor N`` is the
 child process of one measurement.
@@ -85,26 +86,17 @@ def measure_floor(count: int, kind: str = "configmap") -> dict[str, Any]:
     pod spec with a node selector, a toleration, an init and a test container). What they cost over a
     ConfigMap is the SDK's price of those kinds, which no program that declares them avoids.
     """
-    import asyncio
-
     import pulumi
     import pulumi_command as command
     import pulumi_kubernetes as k8s
-    from pulumi.runtime import reset_options, set_mocks
 
     from components.bare_metal.host_prep_steps import command_text
     from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
     from components.catalog.nvidia_driver import driver_check_script
     from components.smoke_test.config import DEFAULT_IMAGE
     from components.stack.config import PROJECT
-    from preview.run.mocks import PlatformMocks, RecordingMonitor
+    from preview.run.mocks import PlatformMocks, mocked_engine
 
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    reset_options()
-    mocks = PlatformMocks()
-    monitor = RecordingMonitor(mocks)
-    set_mocks(mocks, project=PROJECT, stack="floor", preview=True, monitor=monitor)
     script = command_text("nouveau")
 
     def configmap(index: int, opts: pulumi.ResourceOptions, _: Any) -> None:
@@ -171,7 +163,7 @@ def measure_floor(count: int, kind: str = "configmap") -> dict[str, Any]:
             build(index, opts, connection)
         return pulumi.Output.from_input(count)
 
-    with CollectorClock() as collector:
+    with mocked_engine(PlatformMocks(), project=PROJECT, stack="floor") as monitor, CollectorClock() as collector:
         start = time.process_time()
         program()
         seconds = time.process_time() - start

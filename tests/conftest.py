@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
 import os
@@ -18,13 +17,13 @@ from typing import Any
 import hypothesis.internal.observability  # noqa: F401
 import pytest
 from hypothesis import is_hypothesis_test
-from pulumi.runtime import reset_options, set_all_config, set_mocks
+from pulumi.runtime import reset_options
 
 import tests.properties  # noqa: F401  (loads the Hypothesis profile before any test is collected)
 from components.stack.config import PROJECT
 from components.stack.garbage_collection import collect_fully_rarely
 from preview.render.cache import CACHE_DIR_ENV
-from preview.run.mocks import PlatformMocks, RecordingMonitor
+from preview.run.mocks import PlatformMocks, RecordingMonitor, mocked_engine
 from preview.run.result_cache import RESULT_CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,15 +49,8 @@ sys.dont_write_bytecode = False
 @pytest.fixture
 def monitor() -> Iterator[RecordingMonitor]:
     """Fresh mocks for a component test; read ``monitor.registrations`` after the test function returns."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    reset_options()
-    recording = RecordingMonitor(PlatformMocks())
-    set_mocks(recording.mocks, project=PROJECT, stack="test", preview=True, monitor=recording)
-    yield recording
-    set_all_config({})
-    asyncio.set_event_loop(None)
-    loop.close()
+    with mocked_engine(PlatformMocks(), project=PROJECT, stack="test") as recording:
+        yield recording
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

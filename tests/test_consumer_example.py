@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import runpy
 from typing import Any
 
 import pulumi
 import pytest
-from pulumi.runtime import reset_options, set_all_config, set_mocks
+from pulumi.runtime import set_all_config
 from pulumi.runtime.mocks import MockResourceArgs
 
-from preview.run.mocks import PlatformMocks, RecordingMonitor
+from preview.run.mocks import PlatformMocks, RecordingMonitor, mocked_engine
 from preview.run.runner import run_program
 from tests.helpers import ROOT
 
@@ -37,18 +36,6 @@ def _run_consumer(pool: str, contract: str | None = None) -> tuple[RecordingMoni
     outputs = dict(platform.plain_outputs)
     if contract is not None:
         outputs["contractVersion"] = contract
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    reset_options()
-    monitor = RecordingMonitor(ConsumerMocks(outputs, platform.secret_output_names))
-    set_mocks(monitor.mocks, project="gpu-consumer", stack="dev", preview=False, monitor=monitor)
-    set_all_config(
-        {
-            "gpu-consumer:platformStack": "acme/gpu-platform/prod",
-            "gpu-consumer:pool": pool,
-            "gpu-consumer:image": "registry.example.com/team/train:2026.11.1",
-        }
-    )
     exported: dict[str, Any] = {}
 
     @pulumi.runtime.test
@@ -57,12 +44,16 @@ def _run_consumer(pool: str, contract: str | None = None) -> tuple[RecordingMoni
         root = pulumi.runtime.get_root_resource()
         return pulumi.Output.from_input(getattr(root, "outputs", {})).apply(exported.update)
 
-    try:
+    mocks = ConsumerMocks(outputs, platform.secret_output_names)
+    with mocked_engine(mocks, project="gpu-consumer", stack="dev", preview=False) as monitor:
+        set_all_config(
+            {
+                "gpu-consumer:platformStack": "acme/gpu-platform/prod",
+                "gpu-consumer:pool": pool,
+                "gpu-consumer:image": "registry.example.com/team/train:2026.11.1",
+            }
+        )
         program()
-    finally:
-        set_all_config({})
-        asyncio.set_event_loop(None)
-        loop.close()
     return monitor, exported
 
 

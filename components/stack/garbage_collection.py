@@ -27,6 +27,6 @@ MIDDLE_COLLECTIONS_PER_FULL = 1000
 
 
 def collect_fully_rarely() -> None:
-    """Keep the young generations' thresholds; run a full collection only every 1,000 middle ones."""
+    """Keep the young generations' thresholds; a full collection only every ``MIDDLE_COLLECTIONS_PER_FULL`` middle ones."""
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, MIDDLE_COLLECTIONS_PER_FULL)

@@ -6,11 +6,14 @@ addresses), so two previews of the same stack are byte-identical.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf import json_format
-from pulumi.runtime import Mocks
+from pulumi.runtime import Mocks, reset_options, set_all_config, set_mocks
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
 from components.catalog.names import GET_CLUSTER_TOKEN, HELM_RELEASE_TYPE, NODE_GROUP_TYPE
@@ -126,3 +129,21 @@ class RecordingMonitor(MockMonitor):
                 )
             )
         return response
+
+
+@contextmanager
+def mocked_engine(mocks: Mocks, *, project: str, stack: str, preview: bool = True) -> Iterator[RecordingMonitor]:
+    """The SDK set up afresh to run a program against ``mocks`` (its own event loop, no options or config
+    left from an earlier run), recording what is registered; the config is cleared and the loop closed after.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    reset_options()
+    monitor = RecordingMonitor(mocks)
+    set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    try:
+        yield monitor
+    finally:
+        set_all_config({})
+        asyncio.set_event_loop(None)
+        loop.close()

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime import reset_options, set_all_config, set_mocks
+from pulumi.runtime import set_all_config
 
 from components.base.problems import StackConfigError
 from components.base.runtime_mode import drain_notices
 from components.catalog.names import OFFLINE_ENV
 from components.stack.config import PROJECT, parse_stack_config
-from preview.run.mocks import PlatformMocks, RecordingMonitor
+from preview.run.mocks import PlatformMocks, mocked_engine
 from preview.run.registration import SECRET_MASK, Registration
 from preview.run.stack_file import StackFile, load_stack_file, offline_dummy
 
@@ -111,13 +111,6 @@ def run_program(
     previous_mode = os.environ.get(OFFLINE_ENV)
     os.environ[OFFLINE_ENV] = "1"
     drain_notices()
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    reset_options()
-    mocks = PlatformMocks()
-    monitor = RecordingMonitor(mocks)
-    set_mocks(mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    set_all_config(config, secret_keys=secret_keys)
     order: dict[tuple[str, str], int] = {}
 
     def record_order(args: pulumi.ResourceTransformationArgs) -> None:
@@ -141,20 +134,19 @@ def run_program(
         return pulumi.Output.from_input(asyncio.ensure_future(collect()))
 
     previous_cwd = Path.cwd()
-    os.chdir(root)  # the engine runs a program in its project folder
-    try:
-        program()
-    except StackConfigError as error:
-        run.config_error = error
-    finally:
-        os.chdir(previous_cwd)
-        run.notices.extend(drain_notices())
-        if previous_mode is None:
-            os.environ.pop(OFFLINE_ENV, None)
-        else:
-            os.environ[OFFLINE_ENV] = previous_mode
-        set_all_config({})
-        asyncio.set_event_loop(None)
-        loop.close()
+    with mocked_engine(PlatformMocks(), project=PROJECT, stack=stack) as monitor:
+        set_all_config(config, secret_keys=secret_keys)
+        os.chdir(root)  # the engine runs a program in its project folder
+        try:
+            program()
+        except StackConfigError as error:
+            run.config_error = error
+        finally:
+            os.chdir(previous_cwd)
+            run.notices.extend(drain_notices())
+            if previous_mode is None:
+                os.environ.pop(OFFLINE_ENV, None)
+            else:
+                os.environ[OFFLINE_ENV] = previous_mode
     run.registrations = sorted(monitor.registrations, key=lambda r: order.get((r.type, r.name), len(order)))
     return run

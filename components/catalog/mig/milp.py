@@ -17,8 +17,8 @@ package costs about 0.8 CPU-s, ``highspy`` about 0.2, and every preview of a sta
 it once. ``highspy`` is pinned at 1.12.0, the HiGHS that scipy 1.17.1 bundled, with the options scipy
 passed (presolve on, ``mip_rel_gap`` 0). When the planner moved over, both solved the 1,742 programs that
 ``benchmarks/bench_mig_planner.py`` states and gave the same solution every time; what the tests keep
-checking is that every answer is optimal (``tests/catalog``: against an exhaustive search). The solver is imported only inside ``solve``, so a stack
-without ``mig.demand`` never loads it.
+checking is that every answer is optimal (``tests/catalog``: against an exhaustive search). The solver
+is imported only inside ``solve``, so a stack without ``mig.demand`` never loads it.
 """
 
 from __future__ import annotations
