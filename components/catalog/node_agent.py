@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.names import (
     MIG_ALL_DISABLED,
     MIG_CONFIG_LABEL,
@@ -105,6 +106,8 @@ class Reason(StrEnum):
     MIG_PENDING = "mig-pending"  #: mig-manager has not answered this request yet (or allocatable differs)
     DRIVER_PENDING = "driver-pending"  #: the operator's driver pod on the node is not Ready on the declared image
     REBOOT_PENDING = "reboot-pending"  #: allowReboot is false: /run/reboot-required written, waiting for a reboot
+    OPERATOR_UPGRADING = "operator-upgrading"  #: the GPU Operator's upgrade controller holds the node: not now
+    FENCING = "fencing-operator"  #: the operator's skip label is written; the cordon follows once it is seen
     # refused (nothing changed)
     PACKAGE_MANAGED = "package-managed"  #: dpkg/rpm owns the driver: not ours to remove
     MIXED_INSTALL = "mixed-install"  #: .run install records and package-owned files: a human must look
@@ -168,6 +171,8 @@ WAIT_REASONS: Final = frozenset(
         Reason.MIG_PENDING,
         Reason.DRIVER_PENDING,
         Reason.REBOOT_PENDING,
+        Reason.OPERATOR_UPGRADING,
+        Reason.FENCING,
     }
 )
 
@@ -189,10 +194,21 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition(State.IDLE, State.CORDONED, "work to do and room in the budget: Lease created, cordoned in one write"),
     Transition(State.IDLE, State.REFUSED, "the executor's inspection refuses (a refusal reason)"),
     Transition(State.IDLE, State.DONE, "MIG layout already in place on a new node: the taint is removed"),
-    Transition(State.WAITING_SLOT, State.CORDONED, "its Lease created within the budget; cordoned in one write"),
+    Transition(
+        State.WAITING_SLOT,
+        State.CORDONED,
+        "its Lease created within the budget, the operator's skip label seen on "
+        "the node (written the pass before, reason fencing-operator); cordoned in one write",
+    ),
     Transition(State.WAITING_SLOT, State.IDLE, "the work went away (driver gone, desired layout reached)"),
     Transition(State.WAITING_SLOT, State.REFUSED, "a new inspection refuses"),
     Transition(State.CORDONED, State.EVICTING, "eviction of the node's GPU pods starts"),
+    Transition(
+        State.CORDONED, State.WAITING_SLOT, "operator-upgrading: the operator took it before it was touched: released"
+    ),
+    Transition(
+        State.EVICTING, State.WAITING_SLOT, "operator-upgrading: the operator took it before it was touched: released"
+    ),
     Transition(State.CORDONED, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
     Transition(State.EVICTING, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
     Transition(State.EVICTING, State.UNINSTALLING, "no GPU pod left: Lease marked touched, uninstall requested"),
@@ -281,25 +297,26 @@ MIG_STATE_FAILED: Final = "failed"
 MIG_STATE_PENDING: Final = "pending"
 MIG_STATE_REBOOTING: Final = "rebooting"
 #: The operand labels mig-manager sets to ``paused-for-mig-change`` before a change and back to ``true`` after
-#: (reconfigure.go ``shutdownKubernetesGPUClients`` / ``restartKubernetesGPUClients``). Its package variable
-#: ``NoRestartK8sDaemonsetsOnExit`` is set by the first success and never reset, so a later failure in the same
-#: pod leaves them paused: the controller restores them once mig-manager has answered.
-OPERAND_DEPLOY_LABELS: Final = (
-    "nvidia.com/gpu.deploy.device-plugin",
-    "nvidia.com/gpu.deploy.gpu-feature-discovery",
-    "nvidia.com/gpu.deploy.dcgm-exporter",
-    "nvidia.com/gpu.deploy.dcgm",
-    "nvidia.com/gpu.deploy.nvsm",
-)
-PAUSED_FOR_MIG: Final = "paused-for-mig-change"
+#: (mig-parted ``shutdownKubernetesGPUClients`` / ``restartKubernetesGPUClients``, in
+#: :mod:`components.catalog.gpu_operator_upgrade`). Its package variable ``NoRestartK8sDaemonsetsOnExit`` is set by
+#: the first success and never reset, so a later failure in the same pod leaves them paused: the controller
+#: restores them once mig-manager has answered. k8s-driver-manager pauses more of them
+#: (``paused-for-driver-upgrade``) while a driver loads; those are its own to restore, the controller only waits.
+OPERAND_DEPLOY_LABELS: Final = operator.MIG_MANAGER_PAUSED_LABELS
+PAUSED_FOR_MIG: Final = operator.PAUSED_FOR_MIG
 GPU_DEPLOY_DRIVER_LABEL: Final = "nvidia.com/gpu.deploy.driver"
 #: What the operator's driver manager writes when it finds a host driver; the controller writes "false" when a
 #: host driver reappears after hand-over, so the operator's driver never runs beside it.
 DEPLOY_DRIVER_PRE_INSTALLED: Final = "pre-installed"
-#: The operator's driver pods (gpu-operator v26.7.0 assets/state-driver/0500_daemonset.yaml: label
-#: ``app: nvidia-driver-daemonset``, main container ``nvidia-driver-ctr``).
-DRIVER_POD_LABEL: Final = ("app", "nvidia-driver-daemonset")
-DRIVER_CONTAINER: Final = "nvidia-driver-ctr"
+#: The operator's driver pods and DaemonSets, in both modes (ClusterPolicy: ``app=nvidia-driver-daemonset``;
+#: NVIDIADriver: ``app=nvidia-<driverType>-driver-<os>-<hash>``, one DaemonSet per resource and OS): by the
+#: component label they all carry.
+DRIVER_POD_LABEL: Final = (operator.DRIVER_COMPONENT_LABEL, operator.DRIVER_COMPONENT)
+DRIVER_CONTAINER: Final = operator.DRIVER_CONTAINER
+#: The operator's skip label: set by the controller before its first disruptive write (a pass before the cordon)
+#: and removed when the node leaves maintenance, so the operator's upgrade controller never starts on a node the
+#: controller holds.
+UPGRADE_SKIP_LABEL: Final = operator.UPGRADE_SKIP_LABEL
 #: Every label key the controller may change on a Node (its admission policy allows exactly these).
 CONTROLLER_LABELS: Final = (
     STATE_LABEL,
@@ -308,10 +325,18 @@ CONTROLLER_LABELS: Final = (
     MIG_LABEL,
     MIG_STATE_LABEL,
     GPU_DEPLOY_DRIVER_LABEL,
+    UPGRADE_SKIP_LABEL,
     *OPERAND_DEPLOY_LABELS,
 )
-#: Every annotation key the controller may change on a Node.
-CONTROLLER_ANNOTATIONS: Final = (RECORD_ANNOTATION, DETAIL_ANNOTATION, REQUEST_ANNOTATION)
+#: Every annotation key the controller may change on a Node: its own, and the operator's initial-state note, which
+#: it removes when the operator wrote it only because the controller's own cordon was there (see
+#: docs/node-agent.md, "Sharing nodes with the GPU Operator").
+CONTROLLER_ANNOTATIONS: Final = (
+    RECORD_ANNOTATION,
+    DETAIL_ANNOTATION,
+    REQUEST_ANNOTATION,
+    operator.UPGRADE_INITIAL_STATE_ANNOTATION,
+)
 #: The one annotation an executor may change, on its own Node only.
 EXECUTOR_ANNOTATIONS: Final = (REPORT_ANNOTATION,)
 #: Label of the controller's smoke pods.
@@ -375,6 +400,8 @@ NVIDIA_MODULES: Final = ("nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia_p
 #: Events about a Node go to ``default``: the API server accepts events of cluster-scoped objects only there.
 EVENT_NAMESPACE: Final = "default"
 EVENT_SOURCE: Final = "gpu-platform-node-agent"
+#: The field manager of every node write the agent makes (``?fieldManager=``).
+FIELD_MANAGER: Final = EVENT_SOURCE
 
 # -- settings ----------------------------------------------------------------------------------------------
 #: The controller reads its settings from this ConfigMap at every reconcile (a change reaches a running rollout).

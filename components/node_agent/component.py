@@ -33,8 +33,9 @@ from components.node_agent.rbac import (
     PolicyRule,
 )
 
-#: What the code ConfigMap ships: both programs and the two pure catalog modules they read their names from.
+#: What the code ConfigMap ships: both programs and the pure catalog modules they read their names and facts from.
 AGENT_FILES: tuple[str, ...] = (
+    "components/catalog/gpu_operator_upgrade.py",
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
     "components/node_agent/agent/__init__.py",

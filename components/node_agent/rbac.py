@@ -2,7 +2,7 @@
 
 Two ServiceAccounts. The **controller** (one Deployment) lists nodes and pods, patches nodes, evicts, owns
 the Leases and the smoke pods of its namespace, reads its settings ConfigMap, reads the operator's driver
-DaemonSet and writes Events. The **executors** (the DaemonSet) may get and patch nodes, nothing else: no
+DaemonSets and their ControllerRevisions, lists ResourceClaims and writes Events. The **executors** (the DaemonSet) may get and patch nodes, nothing else: no
 pods, no evictions, no Leases, no Events. RBAC cannot say "only your own node" or "only these keys": the
 admission policies in ``components.node_agent.admission`` do, with the node name the executor's token carries.
 """
@@ -27,6 +27,8 @@ CONTROLLER_CLUSTER_RULES: tuple[PolicyRule, ...] = (
     PolicyRule(("",), ("nodes",), ("get", "list", "patch")),  # observe; state, cordon, labels (admission narrows)
     PolicyRule(("",), ("pods",), ("list",)),  # the pods of the nodes it holds
     PolicyRule(("",), ("pods/eviction",), ("create",)),  # the Eviction API: PodDisruptionBudgets respected
+    # A pod holding a claim the NVIDIA DRA driver allocated is a GPU pod (as the GPU Operator counts them).
+    PolicyRule(("resource.k8s.io",), ("resourceclaims",), ("list",)),
 )
 #: The controller, in the agent's namespace: node Leases, its leader Lease, smoke pods, its settings.
 CONTROLLER_NAMESPACE_RULES: tuple[PolicyRule, ...] = (
@@ -34,8 +36,11 @@ CONTROLLER_NAMESPACE_RULES: tuple[PolicyRule, ...] = (
     PolicyRule(("",), ("pods",), ("create", "delete")),
     PolicyRule(("",), ("configmaps",), ("get",), (SETTINGS_CONFIG_MAP,)),
 )
-#: The controller, in the operator's namespace: the driver DaemonSet declares the driver image.
-CONTROLLER_OPERATOR_RULES: tuple[PolicyRule, ...] = (PolicyRule(("apps",), ("daemonsets",), ("list",)),)
+#: The controller, in the operator's namespace: the driver DaemonSets declare the driver image, and their newest
+#: ControllerRevision says which driver pods are current (as k8s-operator-libs judges them).
+CONTROLLER_OPERATOR_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule(("apps",), ("daemonsets", "controllerrevisions"), ("list",)),
+)
 #: The controller, in ``default``: the API server accepts Events about cluster-scoped objects (Nodes) only there.
 CONTROLLER_EVENT_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("events",), ("create",)),)
 #: The executors: their own Node (the admission policy: only its own, only the report annotation).

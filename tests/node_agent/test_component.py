@@ -198,8 +198,11 @@ def test_finding_8_only_the_controller_evicts_lists_pods_and_writes_leases(dev: 
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
+        ("resource.k8s.io", "resourceclaims", "list"),  # DRA GPU claims make a pod a GPU pod
     }
-    assert len(CONTROLLER_CLUSTER_RULES) == 3
+    assert len(CONTROLLER_CLUSTER_RULES) == 4
+    operator_role = _rules(dev, "Role", "node-agent-operator-role")
+    assert operator_role == {("apps", "daemonsets", "list"), ("apps", "controllerrevisions", "list")}
     namespaced = _rules(dev, "Role", "node-agent-controller-role")
     assert {verb for _, res, verb in namespaced if res == "leases"} == {"get", "list", "create", "update", "delete"}
     bindings = [

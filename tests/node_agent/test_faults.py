@@ -209,6 +209,11 @@ def test_clearing_the_halt_lets_the_rollout_go_on() -> None:
     done(world)
     world.delete_lease("node-000")  # the documented clear command, after fixing the node
     done(world)
+    # The failed node is still cordoned: it is away, and the pool's one slot is its (the budget is shared with
+    # everything that takes a node away, as the GPU Operator counts it).
+    assert [world.reason(n) for n in ("node-001", "node-002")] == [Reason.BUDGET_FULL, Reason.BUDGET_FULL]
+    world.human_patch("node-000", {"spec": {"unschedulable": False}})  # the runbook's last step: back in service
+    done(world)
     assert [world.state(n) for n in ("node-001", "node-002")] == [State.DONE, State.DONE]
     assert world.state("node-000") == State.FAILED
 
@@ -426,12 +431,26 @@ def test_a_pdb_allowing_one_disruption_lets_the_pods_go_one_by_one() -> None:
 
 @proves("I2")
 def test_finding_7_a_node_cordoned_before_the_rollout_stays_cordoned() -> None:
-    world = World(nodes=2)
+    world = World(nodes=2, budget="2", operator_budget=2)
     world.human_patch("node-001", {"spec": {"unschedulable": True}})
     done(world)
     assert states(world) == {"done"}
     assert world.node("node-001")["spec"]["unschedulable"] is True
     assert not world.node("node-000")["spec"].get("unschedulable")
+
+
+@proves("I7")
+def test_a_node_cordoned_by_a_person_takes_its_place_in_the_budget() -> None:
+    world = World(nodes=2, budget="1")
+    world.human_patch("node-001", {"spec": {"unschedulable": True}})
+    done(world)
+    # node-001 is away already: it may go through maintenance (it adds nothing), node-000 may not join it.
+    assert world.state("node-001") == State.DONE and world.node("node-001")["spec"]["unschedulable"] is True
+    assert (world.state("node-000"), world.reason("node-000")) == (State.WAITING_SLOT, Reason.BUDGET_FULL)
+    assert "node-001" in world.detail("node-000")
+    world.human_patch("node-001", {"spec": {"unschedulable": False}})
+    done(world)
+    assert states(world) == {"done"}
 
 
 @proves("I2")

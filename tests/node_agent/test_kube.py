@@ -61,11 +61,13 @@ def test_every_call_goes_to_its_api_path(kube: Kube) -> None:
     kube.replace_lease("ns", {"metadata": {"name": "node-agent-u1", "resourceVersion": "3"}})
     kube.delete_lease("ns", "node-agent-u1", "3")
     kube.create_event("default", {"metadata": {}})
+    kube.list_controller_revisions("gpu-operator", "")
+    kube.list_resource_claims()
     got = [(method, path, ctype) for method, path, ctype, _ in Recorder.seen]
     assert got == [
         ("GET", "/api/v1/nodes/n1", ""),
         ("GET", "/api/v1/nodes?labelSelector=gpu-platform.io%2Fgpu%3Dtrue", ""),
-        ("PATCH", "/api/v1/nodes/n1", "application/merge-patch+json"),
+        ("PATCH", "/api/v1/nodes/n1?fieldManager=gpu-platform-node-agent", "application/merge-patch+json"),
         ("GET", "/api/v1/pods", ""),
         ("GET", "/apis/apps/v1/namespaces/gpu-operator/daemonsets?labelSelector=app%3Dnvidia-driver-daemonset", ""),
         ("GET", "/api/v1/namespaces/ns/configmaps/node-agent-settings", ""),
@@ -74,6 +76,8 @@ def test_every_call_goes_to_its_api_path(kube: Kube) -> None:
         ("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/node-agent-u1", "application/json"),
         ("DELETE", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/node-agent-u1", "application/json"),
         ("POST", "/api/v1/namespaces/default/events", "application/json"),
+        ("GET", "/apis/apps/v1/namespaces/gpu-operator/controllerrevisions", ""),
+        ("GET", "/apis/resource.k8s.io/v1/resourceclaims", ""),
     ]
     assert Recorder.seen[6][3]["kind"] == "Eviction"  # policy/v1 Eviction body
     assert Recorder.seen[9][3] == {"preconditions": {"resourceVersion": "3"}}

@@ -20,6 +20,8 @@ import urllib.parse
 import urllib.request
 from typing import Any, Protocol
 
+from components.catalog.node_agent import FIELD_MANAGER
+
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
@@ -93,12 +95,31 @@ class Kube:
         path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets"
         return list(self.request("GET", path, query={"labelSelector": label_selector}).get("items", []))
 
+    def list_controller_revisions(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        """The DaemonSets' history: the newest revision of a driver DaemonSet says which driver pods are current."""
+        path = f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions"
+        query = {"labelSelector": label_selector} if label_selector else None
+        return list(self.request("GET", path, query=query).get("items", []))
+
+    def list_resource_claims(self) -> list[dict[str, Any]]:
+        """Every ResourceClaim (resource.k8s.io/v1): a pod holding one the NVIDIA DRA driver allocated is a GPU pod."""
+        return list(self.request("GET", "/apis/resource.k8s.io/v1/resourceclaims").get("items", []))
+
     def get_config_map(self, namespace: str, name: str) -> dict[str, Any]:
         return self.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/{name}")
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch; with ``metadata.resourceVersion`` in it the API answers 409 on a conflict."""
-        return self.request("PATCH", f"/api/v1/nodes/{name}", patch, content_type="application/merge-patch+json")
+        """A JSON merge patch; with ``metadata.resourceVersion`` in it the API answers 409 on a conflict.
+
+        Under the agent's own field manager, so ``managedFields`` tells its writes (the skip label, the cordon)
+        from the GPU Operator's and from people's."""
+        return self.request(
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            patch,
+            query={"fieldManager": FIELD_MANAGER},
+            content_type="application/merge-patch+json",
+        )
 
     def evict(self, namespace: str, name: str) -> None:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
@@ -147,6 +168,10 @@ class Api(Protocol):
     def list_pods(self) -> list[dict[str, Any]]: ...
 
     def list_daemon_sets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def list_controller_revisions(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def list_resource_claims(self) -> list[dict[str, Any]]: ...
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, Any]: ...
 

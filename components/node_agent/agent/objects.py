@@ -10,6 +10,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from components.catalog.gpu_operator_upgrade import GPU_DRA_DRIVER
 from components.catalog.node_agent import SMOKE_LABEL
 
 #: Resources of NVIDIA's device plugin: whole GPUs (``nvidia.com/gpu``) and MIG devices (``nvidia.com/mig-*``).
@@ -69,8 +70,49 @@ def requests_gpu(pod: dict[str, Any]) -> bool:
     return False
 
 
-def is_running_gpu_pod(pod: dict[str, Any]) -> bool:
-    """A pod that holds (or may start using) a GPU on its node: bound, not finished, asking for a GPU.
+#: ResourceClaims by ``namespace/name``; None when they could not be read (every named claim then counts).
+Claims = dict[str, dict[str, Any]] | None
+
+
+def claim_names(pod: dict[str, Any]) -> list[str]:
+    """``namespace/name`` of every ResourceClaim the pod holds: named in its spec, or generated from a template
+    (the name is then in ``status.resourceClaimStatuses``); an entry with no claim object yet holds nothing."""
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    generated = {
+        item.get("name"): item.get("resourceClaimName")
+        for item in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    names = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = entry.get("resourceClaimName") or generated.get(entry.get("name"))
+        if name:
+            names.append(f"{namespace}/{name}")
+    return names
+
+
+def holds_gpu_claim(pod: dict[str, Any], claims: Claims) -> bool:
+    """The pod holds a claim the NVIDIA DRA driver allocated, as the GPU Operator decides it (v26.7.0
+    ``controllers/nodelabeling_controller.go`` ``PodHasNVIDIAGPUClaim`` with ``includeAdminAccess`` false, the
+    meaning its pod-deletion filter uses): a claim that cannot be read counts; an admin-access result (a
+    monitoring view that consumes no device) does not."""
+    for key in claim_names(pod):
+        claim = None if claims is None else claims.get(key)
+        if claim is None:
+            return True
+        allocation = (claim.get("status") or {}).get("allocation")
+        if not allocation:
+            continue
+        for result in (allocation.get("devices") or {}).get("results") or []:
+            if result.get("adminAccess"):
+                continue
+            if result.get("driver") == GPU_DRA_DRIVER:
+                return True
+    return False
+
+
+def is_running_gpu_pod(pod: dict[str, Any], claims: Claims = None) -> bool:
+    """A pod that holds (or may start using) a GPU on its node: bound, not finished, asking for a GPU through
+    the device plugin's resources or through a DRA claim of the NVIDIA GPU driver.
 
     A terminating pod (``deletionTimestamp`` set) still runs until its grace period ends, so it counts.
     The controller's own smoke pods are not workloads.
@@ -81,7 +123,7 @@ def is_running_gpu_pod(pod: dict[str, Any]) -> bool:
         return False
     if labels(pod).get(SMOKE_LABEL):
         return False
-    return requests_gpu(pod)
+    return requests_gpu(pod) or holds_gpu_claim(pod, claims)
 
 
 def owner_kind(pod: dict[str, Any]) -> str:

@@ -7,9 +7,11 @@ to writes through the API server's watch, as an informer-driven controller does.
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.names import NODE_GROUP_LABEL
 from components.catalog.node_agent import (
     DRIVER_CONTAINER,
@@ -287,64 +289,147 @@ class DaemonSets:
 
 
 class OperatorDriver:
-    """The GPU Operator's driver DaemonSet (gpu-operator v26.7.0 assets/state-driver/0500_daemonset.yaml):
-    a pod on every node labelled ``nvidia.com/gpu.deploy.driver=true`` (its nodeSelector). Its init container
-    k8s-driver-manager finds a host driver with ``chroot /host nvidia-smi``, labels the node
-    ``gpu.deploy.driver=pre-installed`` and exits 1 after 60 s (driver-lifecycle research, main.go
-    ``disableContainerizedDriver``); otherwise the driver container installs into its own root, writes the
-    host's ``/var/log/nvidia-installer.log`` (the ``var-log`` hostPath), loads the modules and turns Ready
-    when its startup probe passes (``initialDelaySeconds: 60``, ``periodSeconds: 10``)."""
+    """The GPU Operator's driver DaemonSet, in either mode, from the pinned source.
+
+    ClusterPolicy mode (gpu-operator v26.7.0 ``assets/state-driver/0500_daemonset.yaml``): one DaemonSet
+    ``nvidia-driver-daemonset``, label ``app=nvidia-driver-daemonset``. NVIDIADriver mode (the dev stack's;
+    ``manifests/state-driver/0500_daemonset.yaml``, ``internal/state/driver.go`` ``getDriverAppName``,
+    ``internal/state/nodepool.go``): one DaemonSet per resource and OS, named and labelled
+    ``app=nvidia-gpu-driver-<os>-<hash>``, its nodeSelector carrying the node's owner label. Both carry
+    ``app.kubernetes.io/component=nvidia-driver`` and run ``nvidia-driver-ctr``; both are ``OnDelete``: a template
+    change replaces no pod until something deletes it (the upgrade controller below).
+
+    Kubernetes' DaemonSet controller (not in ``.upstream/``: pkg/controller/daemon/update.go ``constructHistory``)
+    keeps one ControllerRevision per template, named ``<daemonset>-<hash>`` and labelled with the template's labels
+    plus ``controller-revision-hash``; a template that returns to an earlier one reuses that revision object and
+    gives it the next ``.revision`` number; new pods are labelled with the current hash.
+
+    Its pod's init container k8s-driver-manager finds a host driver with ``chroot /host nvidia-smi``, labels the
+    node ``gpu.deploy.driver=pre-installed`` and exits 1 after 60 s (main.go ``disableContainerizedDriver``);
+    otherwise the driver container installs into its own root, writes the host's ``/var/log/nvidia-installer.log``
+    (the ``var-log`` hostPath), loads the modules and turns Ready when its startup probe passes
+    (``initialDelaySeconds: 60``, ``periodSeconds: 10``)."""
 
     NAMESPACE = "gpu-operator"
-    NAME = "nvidia-driver-daemonset"
+    CLUSTER_POLICY_NAME = operator.CLUSTER_POLICY_DRIVER_APP
+    NVIDIADRIVER_NAME = operator.NVIDIADRIVER_APP_FORMAT.format(driver_type="gpu", os="ubuntu22.04", hash="6c9f4d7b8")
+    OWNER = "gpu-platform-a100"
     IMAGE = "nvcr.io/nvidia/driver:580.95.05-ubuntu22.04"
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, mode: str = "nvidiadriver") -> None:
         self.world = world
+        self.mode = mode
+        self.name = self.NVIDIADRIVER_NAME if mode == "nvidiadriver" else self.CLUSTER_POLICY_NAME
         self.never_ready: set[str] = set()
         self.pods = 0
+        self.image = self.IMAGE
+        self.revision = 0
+
+    # -- the DaemonSet and its history ---------------------------------------------------------------------
+    def template_labels(self) -> dict[str, str]:
+        return {"app": self.name, operator.DRIVER_COMPONENT_LABEL: operator.DRIVER_COMPONENT}
+
+    def node_selector(self) -> dict[str, str]:
+        selector = {GPU_DEPLOY_DRIVER_LABEL: "true"}
+        if self.mode == "nvidiadriver":
+            selector[operator.DRIVER_OWNER_LABEL] = self.OWNER
+        return selector
+
+    def current_hash(self) -> str:
+        return hashlib.sha256(self.image.encode()).hexdigest()[:10]
 
     def daemon_set(self) -> dict[str, Any]:
-        key, value = DRIVER_POD_LABEL
         return {
-            "metadata": {"name": self.NAME, "namespace": self.NAMESPACE, "labels": {key: value}},
-            "spec": {"template": {"spec": {"containers": [{"name": DRIVER_CONTAINER, "image": self.IMAGE}]}}},
+            "metadata": {"name": self.name, "namespace": self.NAMESPACE, "labels": self.template_labels()},
+            "spec": {
+                "selector": {"matchLabels": {"app": self.name}},
+                "updateStrategy": {"type": "OnDelete"},
+                "template": {
+                    "metadata": {"labels": self.template_labels()},
+                    "spec": {
+                        "nodeSelector": self.node_selector(),
+                        "containers": [{"name": DRIVER_CONTAINER, "image": self.image}],
+                    },
+                },
+            },
         }
 
+    def install(self) -> None:
+        """The DaemonSet and the ControllerRevision of its template."""
+        self.world.api.put("daemonsets", f"{self.NAMESPACE}/{self.name}", self.daemon_set())
+        digest = self.current_hash()
+        key = f"{self.NAMESPACE}/{self.name}-{digest}"
+        self.revision += 1
+        existing = self.world.api.store["controllerrevisions"].get(key)
+        body = (
+            clone(existing)
+            if existing
+            else {
+                "metadata": {
+                    "name": f"{self.name}-{digest}",
+                    "namespace": self.NAMESPACE,
+                    "labels": {**self.template_labels(), operator.CONTROLLER_REVISION_HASH_LABEL: digest},
+                },
+            }
+        )
+        body["revision"] = self.revision
+        self.world.api.put("controllerrevisions", key, body)
+
+    def set_image(self, image: str) -> None:
+        """A new template (a driver upgrade, or a rollback to an earlier image): no pod is replaced (OnDelete)."""
+        self.image = image
+        self.install()
+
+    # -- pods ------------------------------------------------------------------------------------------
     def on_node(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if new is None:
             return
-        wanted = objects.labels(new).get(GPU_DEPLOY_DRIVER_LABEL) == "true"
-        was = old is not None and objects.labels(old).get(GPU_DEPLOY_DRIVER_LABEL) == "true"
+        wanted = self.selects(new)
+        was = old is not None and self.selects(old)
         if wanted and not was:
             self.world.at(2.0, lambda: self.ensure(name))
         if was and not wanted:
             for pod in self.pods_on(name):
                 self.world.api.delete_pod_gracefully(self.NAMESPACE, objects.name(pod))
 
+    def selects(self, node: dict[str, Any]) -> bool:
+        return all(objects.labels(node).get(key) == value for key, value in self.node_selector().items())
+
     def pods_on(self, node: str) -> list[dict[str, Any]]:
-        key, value = DRIVER_POD_LABEL
-        return [pod for pod in self.world.pods_on(node) if objects.labels(pod).get(key) == value]
+        return [
+            pod
+            for pod in self.world.pods_on(node)
+            if objects.labels(pod).get(operator.DRIVER_COMPONENT_LABEL) == operator.DRIVER_COMPONENT
+        ]
+
+    def on_pod(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """A deleted driver pod is recreated from the current template (the DaemonSet controller)."""
+        if new is None and old is not None and objects.owner_name(old) == self.name:
+            node = (old.get("spec") or {}).get("nodeName")
+            if node:
+                self.world.at(2.0, lambda: self.ensure(node))
 
     def ensure(self, node: str) -> None:
         current = self.world.api.store["nodes"].get(node)
-        if current is None or objects.labels(current).get(GPU_DEPLOY_DRIVER_LABEL) != "true" or self.pods_on(node):
+        if current is None or not self.selects(current) or self.pods_on(node):
             return
         if not self.world.up(node):
             return
         self.pods += 1
-        key, value = DRIVER_POD_LABEL
+        ds = self.world.api.store["daemonsets"][f"{self.NAMESPACE}/{self.name}"]
         self.world.api.put(
             "pods",
-            f"{self.NAMESPACE}/{self.NAME}-{self.pods}",
+            f"{self.NAMESPACE}/{self.name}-{self.pods}",
             {
                 "metadata": {
-                    "name": f"{self.NAME}-{self.pods}",
+                    "name": f"{self.name}-{self.pods}",
                     "namespace": self.NAMESPACE,
-                    "labels": {key: value},
-                    "ownerReferences": [{"kind": "DaemonSet", "name": self.NAME, "controller": True}],
+                    "labels": {**self.template_labels(), operator.CONTROLLER_REVISION_HASH_LABEL: self.current_hash()},
+                    "ownerReferences": [
+                        {"kind": "DaemonSet", "name": self.name, "uid": objects.uid(ds), "controller": True}
+                    ],
                 },
-                "spec": {"nodeName": node, "containers": [{"name": DRIVER_CONTAINER, "image": self.IMAGE}]},
+                "spec": {"nodeName": node, "containers": [{"name": DRIVER_CONTAINER, "image": self.image}]},
                 "status": {"phase": "Pending"},
             },
         )
@@ -382,6 +467,173 @@ class OperatorDriver:
         body = clone(pod)
         body["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         self.world.api.put("pods", key, body)
+
+
+def is_operator_gpu_pod(pod: dict[str, Any]) -> bool:
+    """gpu-operator v26.7.0 ``cmd/gpu-operator/main.go`` ``gpuPodSpecFilter`` (without DRA claims): Running or
+    Pending, a container asking for ``nvidia.com/gpu*`` or ``nvidia.com/mig-*``."""
+    if (pod.get("status") or {}).get("phase") not in ("Running", "Pending"):
+        return False
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        for resource in {**(resources.get("limits") or {}), **(resources.get("requests") or {})}:
+            if resource.startswith(operator.GPU_POD_RESOURCE_PREFIXES):
+                return True
+    return False
+
+
+class UpgradeController:
+    """The GPU Operator's upgrade controller, in-place mode, as vendored k8s-operator-libs ``pkg/upgrade`` runs it
+    (gpu-operator v26.7.0): ``ApplyState`` on a snapshot of every managed node each reconcile.
+
+    - ``ProcessDoneOrUnknownNodes``: a pod whose ``controller-revision-hash`` is not the newest revision's ->
+      ``upgrade-required`` (a cordoned node gets the initial-state note first); otherwise ``upgrade-done``.
+    - ``ProcessUpgradeRequiredNodes`` (``upgrade_inplace.go``): the skip label keeps a node; slots are
+      ``min(maxParallel - in progress, maxUnavailable)``, none when cordoned/NotReady nodes (+ ``cordon-required``)
+      reach ``maxUnavailable`` (``GetUpgradesAvailable``); a node already cordoned goes on without a slot.
+    - cordon -> wait-for-jobs (no selector) -> pod deletion (every ``gpuPodSpecFilter`` pod on the node, the
+      deletion deleting them gracefully) -> drain off -> pod restart (the driver pod deleted; the DaemonSet makes a
+      new one) -> once it is in sync and Ready: validation (modelled as passed with the driver pod Ready) ->
+      ``uncordon-required`` (or ``upgrade-done`` without uncordon when the initial-state note is there, which it
+      removes, ``updateNodeToUncordonOrDoneState``) -> uncordon -> ``upgrade-done``.
+    """
+
+    CALLER = "gpu-operator"
+
+    def __init__(self, world: World, max_unavailable: int = 1, max_parallel: int = 1, period: float = 5.0) -> None:
+        self.world = world
+        self.max_unavailable = max_unavailable
+        self.max_parallel = max_parallel
+        self.period = period
+        self.deleted_pods: list[str] = []  #: every pod its pod-deletion step deleted
+        self.running = False
+
+    def start(self) -> None:
+        if not self.running:
+            self.running = True
+            self.world.at(self.period, self.reconcile)
+
+    def _state(self, node: dict[str, Any]) -> str:
+        return objects.labels(node).get(operator.UPGRADE_STATE_LABEL, "")
+
+    def _set(self, name: str, state: str) -> None:
+        self.world.label(name, {operator.UPGRADE_STATE_LABEL: state})
+
+    def _annotate(self, name: str, key: str, value: str | None) -> None:
+        node = self.world.api.store["nodes"].get(name)
+        if node is None:
+            return
+        body = clone(node)
+        notes = dict(body["metadata"].get("annotations") or {})
+        if value is None:
+            notes.pop(key, None)
+        else:
+            notes[key] = value
+        body["metadata"]["annotations"] = notes
+        self.world.api.put("nodes", name, body)
+
+    def _cordon(self, name: str, unschedulable: bool) -> None:
+        node = self.world.api.store["nodes"].get(name)
+        if node is None:
+            return
+        body = clone(node)
+        body.setdefault("spec", {})["unschedulable"] = unschedulable
+        self.world.api.put("nodes", name, body)
+
+    def _driver_pod(self, name: str) -> dict[str, Any] | None:
+        pods = [pod for pod in self.world.driver.pods_on(name) if not objects.terminating(pod)]
+        return pods[0] if pods else None
+
+    def _in_sync(self, pod: dict[str, Any]) -> bool:
+        return objects.labels(pod).get(operator.CONTROLLER_REVISION_HASH_LABEL) == self.world.driver.current_hash()
+
+    def reconcile(self) -> None:
+        self.world.api.caller = self.CALLER  # its writes are told apart by the invariants
+        try:
+            self._apply()
+        finally:
+            self.world.api.caller = ""
+            self.world.at(self.period, self.reconcile)
+
+    def _apply(self) -> None:
+        driver = self.world.driver
+        snapshot = {
+            objects.name(node): clone(node)
+            for node in self.world.api.store["nodes"].values()
+            if driver.selects(node) and self._driver_pod(objects.name(node)) is not None
+        }
+        by_state: dict[str, list[str]] = {}
+        for name, node in sorted(snapshot.items()):
+            by_state.setdefault(self._state(node), []).append(name)
+        total = len(snapshot)
+        unavailable = sum(
+            1
+            for node in snapshot.values()
+            if (node.get("spec") or {}).get("unschedulable") or not self.world.node_ready(objects.name(node))
+        )
+        for name in by_state.get("", []) + by_state.get(operator.UpgradeState.DONE, []):
+            pod = self._driver_pod(name)
+            if pod is not None and not self._in_sync(pod):
+                if (snapshot[name].get("spec") or {}).get("unschedulable"):
+                    self._annotate(name, operator.UPGRADE_INITIAL_STATE_ANNOTATION, "true")
+                self._set(name, operator.UpgradeState.UPGRADE_REQUIRED)
+            elif self._state(snapshot[name]) == "":
+                self._set(name, operator.UpgradeState.DONE)
+        for name in by_state.get(operator.UpgradeState.CORDON_REQUIRED, []):
+            self._cordon(name, True)
+            self._set(name, operator.UpgradeState.WAIT_FOR_JOBS_REQUIRED)
+        for name in by_state.get(operator.UpgradeState.WAIT_FOR_JOBS_REQUIRED, []):
+            self._set(name, operator.UpgradeState.POD_DELETION_REQUIRED)
+        for name in by_state.get(operator.UpgradeState.POD_DELETION_REQUIRED, []):
+            for pod in self.world.pods_on(name):
+                if is_operator_gpu_pod(pod) and not objects.terminating(pod):
+                    self.deleted_pods.append(f"{pod['metadata'].get('namespace', '')}/{objects.name(pod)}")
+                    self.world.api.delete_pod_gracefully(pod["metadata"].get("namespace", ""), objects.name(pod))
+            self._set(name, operator.UpgradeState.POD_RESTART_REQUIRED)
+        for name in by_state.get(operator.UpgradeState.POD_RESTART_REQUIRED, []):
+            pod = self._driver_pod(name)
+            if pod is None:
+                continue
+            if not self._in_sync(pod):
+                self.world.api.delete_pod_gracefully(driver.NAMESPACE, objects.name(pod))
+            elif objects.pod_ready(pod):
+                self._uncordon_or_done(name, snapshot[name])
+        for name in by_state.get(operator.UpgradeState.UNCORDON_REQUIRED, []):
+            self._cordon(name, False)
+            self._set(name, operator.UpgradeState.DONE)
+        self._upgrade_required(snapshot, by_state, total, unavailable)
+
+    def _uncordon_or_done(self, name: str, node: dict[str, Any]) -> None:
+        if operator.UPGRADE_INITIAL_STATE_ANNOTATION in objects.annotations_of(node):
+            self._set(name, operator.UpgradeState.DONE)
+            self._annotate(name, operator.UPGRADE_INITIAL_STATE_ANNOTATION, None)
+        else:
+            self._set(name, operator.UpgradeState.UNCORDON_REQUIRED)
+
+    def _upgrade_required(
+        self, snapshot: dict[str, dict[str, Any]], by_state: dict[str, list[str]], total: int, unavailable: int
+    ) -> None:
+        idle = {"", operator.UpgradeState.DONE, operator.UpgradeState.UPGRADE_REQUIRED}
+        in_progress = sum(len(names) for state, names in by_state.items() if state not in idle)
+        available = (
+            len(by_state.get(operator.UpgradeState.UPGRADE_REQUIRED, []))
+            if self.max_parallel == 0
+            else (self.max_parallel - in_progress)
+        )
+        unavailable += len(by_state.get(operator.UpgradeState.CORDON_REQUIRED, []))
+        available = min(available, self.max_unavailable)
+        if unavailable >= self.max_unavailable:
+            available = 0
+        elif self.max_unavailable < total and unavailable + available > self.max_unavailable:
+            available = self.max_unavailable - unavailable
+        for name in by_state.get(operator.UpgradeState.UPGRADE_REQUIRED, []):
+            node = snapshot[name]
+            if objects.labels(node).get(operator.UPGRADE_SKIP_LABEL) == operator.UPGRADE_SKIP_VALUE:
+                continue
+            if available <= 0 and not (node.get("spec") or {}).get("unschedulable"):
+                continue
+            self._set(name, operator.UpgradeState.CORDON_REQUIRED)
+            available -= 1
 
 
 @dataclass

@@ -112,7 +112,17 @@ class SimApi:
         self.faults = faults
         self.rv = 0
         self.store: dict[str, dict[str, Obj]] = {
-            kind: {} for kind in ("nodes", "pods", "leases", "configmaps", "daemonsets", "events")
+            kind: {}
+            for kind in (
+                "nodes",
+                "pods",
+                "leases",
+                "configmaps",
+                "daemonsets",
+                "controllerrevisions",
+                "resourceclaims",
+                "events",
+            )
         }
         self.watchers: list[Watcher] = []
         self.pdbs: list[Pdb] = []
@@ -325,6 +335,22 @@ class Client:
                 if obj["metadata"].get("namespace") == namespace and objects.labels(obj).get(key) == value
             ],
         )
+
+    def list_controller_revisions(self, namespace: str, label_selector: str) -> list[Obj]:
+        self._only_controller("list controllerrevisions")
+        key, _, value = label_selector.partition("=")
+        return self._call(
+            False,
+            lambda: [
+                obj
+                for obj in self.api.store["controllerrevisions"].values()
+                if obj["metadata"].get("namespace") == namespace and (not key or objects.labels(obj).get(key) == value)
+            ],
+        )
+
+    def list_resource_claims(self) -> list[Obj]:
+        self._only_controller("list resourceclaims")
+        return self._call(False, lambda: list(self.api.store["resourceclaims"].values()))
 
     def get_config_map(self, namespace: str, name: str) -> Obj:
         self._only_controller("read configmaps")

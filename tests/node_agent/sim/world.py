@@ -10,7 +10,10 @@ checked, and each violation is recorded with its invariant's name:
 - I3 no driver or MIG change while a GPU pod runs on the node;
 - I4 a holder that touched its node is never taken over (its Lease is never deleted or given to another);
 - I5 every flow ends done, or failed/waiting with a reason (checked at the end);
-- I6 a failure halts the pool (no node enters maintenance while a failed Lease of its pool exists).
+- I6 a failure halts the pool (no node enters maintenance while a failed Lease of its pool exists);
+- I7 one budget per pool, shared with the GPU Operator's upgrade controller: whenever the controller or the
+  operator takes a node away (cordon, or the operator's upgrade states), the pool's unavailable nodes (held by
+  either, cordoned, or down) are no more than the budget; and the operator never deletes the controller's pods.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.names import GPU_NODE_LABEL, HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
     ANY_STATE_FAILURES,
@@ -64,6 +68,7 @@ from tests.node_agent.sim.actors import (
     ReplicaSet,
     ReplicaSets,
     Scheduler,
+    UpgradeController,
 )
 from tests.node_agent.sim.api import Client, Faults, SimApi, clone
 from tests.node_agent.sim.host import SimHost
@@ -96,6 +101,7 @@ class Metrics:
     violations: Counter[str] = field(default_factory=Counter)
     details: list[str] = field(default_factory=list)
     max_in_maintenance: int = 0
+    max_unavailable: int = 0  #: the most nodes of a pool away at once, by any actor (I7)
     admissions: int = 0
     admitting_passes: int = 0
     transitions: set[tuple[str, str]] = field(default_factory=set)
@@ -132,6 +138,8 @@ class World:
         allow_reboot: bool = True,
         settings: dict[str, Any] | None = None,
         fault_callers: tuple[str, ...] = ("controller", "executor"),
+        driver_mode: str = "nvidiadriver",
+        operator_budget: int = 1,
     ) -> None:
         self.t = START
         self.rng = random.Random(seed)
@@ -157,7 +165,8 @@ class World:
         self.scheduler = Scheduler(self)
         self.replica_sets = ReplicaSets(self)
         self.daemon_sets = DaemonSets(self)
-        self.driver = OperatorDriver(self)
+        self.driver = OperatorDriver(self, driver_mode)
+        self.upgrades = UpgradeController(self, max_unavailable=operator_budget)
         self.mig = MigManager(self)
         self.plugin = DevicePlugin(self)
         self.api.watchers.append(self._watch)
@@ -176,8 +185,7 @@ class World:
                 "data": {SETTINGS_KEY: json.dumps(base)},
             },
         )
-        ds = self.driver.daemon_set()
-        self.api.put("daemonsets", f"{ds['metadata']['namespace']}/{ds['metadata']['name']}", ds)
+        self.driver.install()
         self.leftover_state = leftover_state
         self.start_layout = start_layout
         for index in range(nodes):
@@ -191,11 +199,14 @@ class World:
             Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-0", lambda: self.t
         )
         self.at(0.5, self._reconcile)
+        self.upgrades.start()  # autoUpgrade defaults to true, and per-pool NVIDIADrivers refuse false
 
     # -- building --------------------------------------------------------------------------------------
     def add_node(self, name: str) -> None:
         """A node as its group template makes it (a Yandex group recreates nodes from the same template)."""
         labels = {GPU_NODE_LABEL: "true", POOL_LABEL: POOL, **{key: "true" for key in OPERAND_DEPLOY_LABELS}}
+        if self.driver.mode == "nvidiadriver":  # AssignOwners: the one NVIDIADriver selecting the pool's nodes
+            labels[operator.DRIVER_OWNER_LABEL] = OperatorDriver.OWNER
         host = SimHost(name, install="run" if self.flow == "driver" else "none")
         if self.flow == "driver":
             labels[HOST_DRIVER_REMOVAL_LABEL] = HOST_DRIVER_REMOVAL_ENABLED
@@ -314,6 +325,7 @@ class World:
             self.kubelet.on_pod(key, old, new)
             self.replica_sets.on_pod(key, old, new)
             self.daemon_sets.on_pod(key, old, new)
+            self.driver.on_pod(key, old, new)
             if new is not None and not (new.get("spec") or {}).get("nodeName"):
                 self.scheduler.kick()
             if new is None:
@@ -337,6 +349,8 @@ class World:
                     self._poll(key, delay)
             if caller == "controller":
                 self._check_node_write(key, old, new)
+            if caller in ("controller", UpgradeController.CALLER):
+                self._check_shared_budget(key, old, new)
         elif kind == "leases" and caller == "controller":
             self._check_lease_write(key, old, new)
 
@@ -388,6 +402,47 @@ class World:
         step = json.loads(request).get("step") if request else ""
         if (changed_mig or (new_request and step in ("uninstall", "reboot"))) and self.gpu_pods_running(name):
             self.metrics.violate("I3", f"{name}: {'mig.config' if changed_mig else step} under running GPU pods")
+
+    def unavailable(self, pool: str) -> set[str]:
+        """The pool's nodes that are away: in one of the controller's slot states or the operator's upgrade states,
+        cordoned by anyone, or down. (A Lease alone takes nothing away: a fenced node still runs its workloads.)"""
+        uids: set[str] = set()
+        for node in self.api.store["nodes"].values():
+            if self.pool_of(node) != pool:
+                continue
+            if (
+                objects.labels(node).get(STATE_LABEL) in SLOT_STATES
+                or (node.get("spec") or {}).get("unschedulable")
+                or operator.operator_holds(objects.labels(node))
+                or not self.node_ready(objects.name(node))
+            ):
+                uids.add(objects.uid(node))
+        return uids
+
+    def _check_shared_budget(self, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if new is None:
+            return
+
+        def away(node: dict[str, Any] | None) -> bool:
+            if node is None:
+                return False
+            return bool((node.get("spec") or {}).get("unschedulable")) or operator.operator_holds(objects.labels(node))
+
+        if away(new) and not away(old):
+            pool = self.pool_of(new)
+            count = len(self.unavailable(pool))
+            self.metrics.max_unavailable = max(self.metrics.max_unavailable, count)
+            if count > self.budget(pool):
+                self.metrics.violate(
+                    "I7",
+                    f"{name}: {count} nodes of {pool} away, budget {self.budget(pool)} (by {self.api.caller or 'another actor'})",
+                )
+
+    def smoke_pods_deleted_by_operator(self) -> list[str]:
+        return [key for key in self.upgrades.deleted_pods if key.split("/", 1)[0] == NAMESPACE]
+
+    def node_ready(self, name: str) -> bool:
+        return name not in self.down
 
     def _admitted(self, name: str, node: dict[str, Any]) -> None:
         pool = self.pool_of(node)
@@ -505,7 +560,7 @@ class World:
             for pod in self.pods_on(node)
             if (pod.get("status") or {}).get("phase") == "Running"
             and objects.requests_gpu(pod)
-            and objects.owner_name(pod) != OperatorDriver.NAME
+            and objects.owner_name(pod) != self.driver.name
         ]
 
     def _busy(self, node: str) -> str:

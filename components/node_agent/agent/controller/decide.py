@@ -10,7 +10,10 @@ failed write harmless:
 - a node's Lease is created **before** the node is cordoned, marked touched **before** the first host step,
   and marked failed (the halt) **before** the node is failed; it is deleted only **after** the node is done;
 - before every step that changes the host or the MIG layout, the node's pods are checked again: a GPU pod
-  on the node (even a DaemonSet's) means evict and wait, never act.
+  on the node (even a DaemonSet's) means evict and wait, never act;
+- one maintainer per node: the GPU Operator's skip label is written (and seen) before the cordon, a node the
+  operator's upgrade controller holds is never taken, and a node leaves maintenance without the skip label the
+  controller set and schedulable as it was found (docs/node-agent.md, "Sharing nodes with the GPU Operator").
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.node_agent import (
     AGENT_IMAGE,
     DETAIL_ANNOTATION,
-    DRIVER_CONTAINER,
     FLOW_LABEL,
     GPU_DEPLOY_DRIVER_LABEL,
     LEASE_FAILED_ANNOTATION,
@@ -45,6 +48,7 @@ from components.catalog.node_agent import (
     STATE_LABEL,
     TOUCHED_STATES,
     UNSCHEDULABLE_TAINT,
+    UPGRADE_SKIP_LABEL,
     Flow,
     Outcome,
     Reason,
@@ -63,7 +67,7 @@ from components.node_agent.agent.controller.actions import (
     Evict,
     PatchNode,
 )
-from components.node_agent.agent.controller.view import NodeView, PoolView, Record
+from components.node_agent.agent.controller.view import NodeView, PoolView, Record, driver_pod_problem
 from components.node_agent.agent.controller.work import (
     HOST_DRIVER_KINDS,
     Work,
@@ -137,13 +141,14 @@ def _move(
     request: dict[str, Any] | None = None,
     keep_request: bool = False,
     spec: dict[str, Any] | None = None,
+    annotations: dict[str, str | None] | None = None,
 ) -> PatchNode:
     """One write: the new state, reason, flow, record, detail, request, and any cluster-side effect with them."""
     all_labels: dict[str, str | None] = {STATE_LABEL: state.value, REASON_LABEL: reason or None}
     if record is not None:
         all_labels[FLOW_LABEL] = record.flow or None
     all_labels.update(labels or {})
-    notes: dict[str, str | None] = {DETAIL_ANNOTATION: detail[:1000]}
+    notes: dict[str, str | None] = {**(annotations or {}), DETAIL_ANNOTATION: detail[:1000]}
     if record is not None:
         notes[RECORD_ANNOTATION] = record.dumps()
     if request is not None:
@@ -208,8 +213,17 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
             )
         elif work.inspect:
             actions.append(_patch(view, "inspect again", annotations=_inspect_annotation(view, now)))
-        return actions + _drop_lease(view)
+        return actions + _drop_lease(view) + _unfence_outside(view)
     if work.flow:
+        if view.operator_holds:
+            detail = (
+                f"waiting: the GPU Operator's upgrade controller holds the node ({operator.UPGRADE_STATE_LABEL}="
+                f"{view.operator_state}); taken once it is done"
+            )
+            actions += _waiting_outside(view, work, detail, Reason.OPERATOR_UPGRADING)
+            return actions + _drop_lease(view) + _unfence_outside(view)
+        if ctx.granted and not view.skip_label:
+            return _fence(view, work, ctx)
         if ctx.granted:
             return _admit(view, work, ctx)
         pool = ctx.pool
@@ -220,20 +234,9 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         elif halted and pool:
             detail = f"waiting: the pool {view.pool} is halted by {', '.join(pool.halted_by)}"
         else:
-            detail = f"waiting: {pool.budget if pool else 0} node(s) of the pool {view.pool} already in maintenance"
-        if state != State.WAITING_SLOT or view.labels.get(REASON_LABEL) != reason:
-            actions.append(
-                _move(
-                    view,
-                    None,
-                    State.WAITING_SLOT,
-                    detail,
-                    reason=reason,
-                    keep_request=True,
-                    labels={FLOW_LABEL: work.flow},
-                )
-            )
-        return actions + _drop_lease(view)
+            detail = _budget_detail(view, pool)
+        actions += _waiting_outside(view, work, detail, reason)
+        return actions + _drop_lease(view) + _unfence_outside(view)
     # No work.
     if state in (State.WAITING_SLOT, State.REFUSED) and (work.facts is not None or not view.opted_in):
         actions.append(_move(view, None, State.IDLE, "nothing to do", keep_request=True))
@@ -254,7 +257,94 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
             )
     else:
         actions += _restore_operands(view)
-    return actions + _drop_lease(view)
+    return actions + _drop_lease(view) + _unfence_outside(view)
+
+
+def _budget_detail(view: NodeView, pool: PoolView | None) -> str:
+    """Why there is no room: the budget, and which nodes are away (the controller's and the others')."""
+    if pool is None:
+        return f"waiting: no budget for the pool {view.pool}"
+    away = ", ".join(pool.away[:5]) + (" ..." if len(pool.away) > 5 else "")
+    return (
+        f"waiting: {len(pool.holders | pool.unavailable)} node(s) of the pool {view.pool} away, budget "
+        f"{pool.budget} (in maintenance, upgraded by the GPU Operator, cordoned or NotReady: {away or 'none'})"
+    )
+
+
+def _waiting_outside(view: NodeView, work: Work, detail: str, reason: Reason) -> list[Action]:
+    """Waiting for a slot, said once (state waiting-slot, its reason, the flow)."""
+    if view.state == State.WAITING_SLOT and view.labels.get(REASON_LABEL) == reason:
+        return []
+    labels: dict[str, str | None] = {FLOW_LABEL: work.flow}
+    return [_move(view, None, State.WAITING_SLOT, detail, reason=reason, keep_request=True, labels=labels)]
+
+
+def _fence(view: NodeView, work: Work, ctx: Context) -> list[Action]:
+    """The slot is granted: the Lease first (it counts), then the operator's skip label, a pass before the cordon.
+
+    The GPU Operator's upgrade controller takes a node out of ``upgrade-required`` only without the skip label, and
+    counts (and fast-tracks) every cordoned node: with the label seen on the node before the cordon, the operator
+    cannot start on a node the controller is about to take. The record notes that the controller set it.
+    """
+    actions: list[Action] = []
+    if view.lease is None:
+        actions.append(CreateLease(node_lease_name(view.uid), view.pool, view.name))
+    previous = view.record or Record(uid=view.uid)
+    record = replace(previous, uid=view.uid, flow=work.flow, fenced=True)
+    detail = f"{operator.UPGRADE_SKIP_LABEL}=true written for {work.flow}: cordoned once it is seen on the node"
+    actions.append(
+        _move(
+            view,
+            record,
+            State.WAITING_SLOT,
+            detail,
+            reason=Reason.FENCING,
+            keep_request=True,
+            labels={UPGRADE_SKIP_LABEL: operator.UPGRADE_SKIP_VALUE},
+        )
+    )
+    return actions
+
+
+#: Upgrade states in which the operator has already read its initial-state note (or holds none).
+_NOTE_READ = frozenset(
+    {operator.UpgradeState.UNKNOWN, operator.UpgradeState.DONE, operator.UpgradeState.UNCORDON_REQUIRED}
+)
+
+
+def _release(view: NodeView, record: Record) -> tuple[Record, dict[str, str | None], dict[str, str | None]]:
+    """What leaving maintenance gives back, in the same write: the skip label the controller set, and the
+    operator's initial-state note when the operator wrote it only because the controller's cordon was there.
+
+    The operator notes ``node-initial-state.unschedulable`` when it marks a cordoned node ``upgrade-required``,
+    and reads it when it would uncordon (``updateNodeToUncordonOrDoneState``, on the way to ``uncordon-required``
+    or out of ``upgrade-failed``): a node the controller cordoned would be left cordoned for good after the
+    operator's upgrade. The note is removed only where the node was schedulable before the controller took it,
+    and only before the operator has read it.
+    """
+    labels: dict[str, str | None] = {}
+    notes: dict[str, str | None] = {}
+    if record.fenced and view.skip_label:
+        labels[UPGRADE_SKIP_LABEL] = None
+    if (
+        not record.was_unschedulable
+        and operator.UPGRADE_INITIAL_STATE_ANNOTATION in view.annotations
+        and view.operator_state not in _NOTE_READ
+    ):
+        notes[operator.UPGRADE_INITIAL_STATE_ANNOTATION] = None
+    return replace(record, fenced=False), labels, notes
+
+
+def _unfence_outside(view: NodeView) -> list[Action]:
+    """Out of maintenance with no slot: the skip label the controller set goes (the work went away, or waits)."""
+    record = view.record
+    if record is None or not record.fenced or (view.lease is not None and not view.lease_failed):
+        return []
+    record, labels, notes = _release(view, record)
+    if not labels and not notes:
+        return []
+    body_notes = {**notes, RECORD_ANNOTATION: record.dumps()}
+    return [_patch(view, "the operator's skip label removed", labels=labels, annotations=body_notes)]
 
 
 def _inspect_annotation(view: NodeView, now: float) -> dict[str, str | None]:
@@ -288,6 +378,7 @@ def _admit(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         was_unschedulable=view.unschedulable,
         since=ctx.now,
         target=work.target,
+        fenced=view.record.fenced if view.record is not None else False,
     )
     actions.append(
         _move(view, record, State.CORDONED, f"cordoned for {work.flow}: {work.detail}", spec={"unschedulable": True})
@@ -333,6 +424,8 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
         prelude.append(
             _event(view, "Recordoned", f"{view.name} was uncordoned during {state.value}: cordoned again", True)
         )
+    if view.operator_holds and not touched:
+        return prelude + _yield_to_operator(view, record)
     handler = _HANDLERS[state]
     actions = handler(view, record, work, ctx)
     if recordon:
@@ -341,6 +434,26 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
         else:
             actions = [_patch(view, "cordoned again", spec=recordon), *actions]
     return prelude + actions
+
+
+def _yield_to_operator(view: NodeView, record: Record) -> list[Action]:
+    """The operator's upgrade controller took a node the controller holds but has not touched (its view was older
+    than the skip label): the controller lets go, Lease and all, and takes it again after the operator is done.
+
+    The cordon stays: the operator cordons the node itself and uncordons it at ``uncordon-required``, unless it was
+    unschedulable before the controller took it (then the operator's initial-state note keeps it cordoned).
+    """
+    record, labels, notes = _release(view, record)
+    detail = (
+        f"the GPU Operator's upgrade controller took the node ({operator.UPGRADE_STATE_LABEL}={view.operator_state}) "
+        "before it was touched: released to it, taken again once it is done"
+    )
+    actions: list[Action] = [
+        _move(
+            view, record, State.WAITING_SLOT, detail, reason=Reason.OPERATOR_UPGRADING, labels=labels, annotations=notes
+        )
+    ]
+    return actions + _delete_lease_after(view)
 
 
 def _with_spec(action: Action, spec: dict[str, Any]) -> Action:
@@ -391,7 +504,8 @@ def _mig_work_gone(view: NodeView, record: Record, ctx: Context) -> bool:
 
 def _release_untouched(view: NodeView, record: Record, ctx: Context, detail: str) -> list[Action]:
     spec = {} if record.was_unschedulable else {"unschedulable": False}
-    actions: list[Action] = [_move(view, record, State.IDLE, detail, spec=spec)]
+    record, labels, notes = _release(view, record)
+    actions: list[Action] = [_move(view, record, State.IDLE, detail, spec=spec, labels=labels, annotations=notes)]
     return actions + _delete_lease_after(view)
 
 
@@ -559,14 +673,14 @@ def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list
 
 
 def _driver_ready(view: NodeView, record: Record) -> bool:
-    """The operator's driver pod on this node is Ready, on the declared image, and newer than the hand-over."""
+    """The operator's driver pod on this node is Ready, current (its DaemonSet's newest revision, the DaemonSet of
+    the node's owner, on the declared image: ``driver_pod_problem``), and newer than the hand-over."""
     for pod in view.driver_pods:
         if objects.terminating(pod) or not objects.pod_ready(pod):
             continue
         if objects.created(pod) + 1 < record.handover_at:
             continue
-        image = objects.container_image(pod.get("spec") or {}, DRIVER_CONTAINER)
-        if view.driver_image and image != view.driver_image:
+        if driver_pod_problem(pod, view.labels, view.driver_sets):
             continue
         return True
     return False
@@ -699,9 +813,10 @@ def _finish(view: NodeView, record: Record, ctx: Context, detail: str) -> list[A
     spec: dict[str, Any] = {} if record.was_unschedulable else {"unschedulable": False}
     if _has_mig_taint(view) and record.flow == Flow.MIG_LAYOUT:
         spec["taints"] = _without_mig_taint(view)
-    record = replace(record, since=ctx.now)
+    record, labels, notes = _release(view, replace(record, since=ctx.now))
+    labels.update(_paused_operands(view))
     actions: list[Action] = [
-        _move(view, record, State.DONE, f"done: {detail}", spec=spec, labels=_paused_operands(view))
+        _move(view, record, State.DONE, f"done: {detail}", spec=spec, labels=labels, annotations=notes)
     ]
     actions.append(_event(view, "Done", f"{record.flow} done on {view.name}: {detail}"))
     return actions + _delete_lease_after(view)
@@ -736,7 +851,11 @@ def _fail_touched(
 def _fail_untouched(view: NodeView, record: Record, reason: Reason, detail: str, ctx: Context) -> list[Action]:
     """Failed before the host was touched: uncordoned if it was schedulable, the slot released; no halt."""
     spec = {} if record.was_unschedulable else {"unschedulable": False}
-    actions: list[Action] = [_move(view, record, State.FAILED, f"{reason.value}: {detail}", reason=reason, spec=spec)]
+    record, labels, notes = _release(view, record)
+    text = f"{reason.value}: {detail}"
+    actions: list[Action] = [
+        _move(view, record, State.FAILED, text, reason=reason, spec=spec, labels=labels, annotations=notes)
+    ]
     actions.append(_event(view, "Failed", f"{reason.value}: {detail}", True))
     return actions + _delete_lease_after(view)
 

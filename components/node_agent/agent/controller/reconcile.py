@@ -17,7 +17,6 @@ from components.catalog.names import GPU_NODE_LABEL
 from components.catalog.node_agent import (
     CONTROLLER_LEASE,
     DETAIL_ANNOTATION,
-    DRIVER_CONTAINER,
     DRIVER_POD_LABEL,
     EVENT_NAMESPACE,
     EVENT_SOURCE,
@@ -42,7 +41,13 @@ from components.node_agent.agent.controller.actions import (
     PatchNode,
 )
 from components.node_agent.agent.controller.decide import Context, decide, orphan_lease_actions, wants_slot
-from components.node_agent.agent.controller.view import NodeView, PoolView, build_pools, build_views
+from components.node_agent.agent.controller.view import (
+    NodeView,
+    PoolView,
+    build_pools,
+    build_views,
+    driver_daemon_sets,
+)
 from components.node_agent.agent.controller.work import Work, find_work
 from components.node_agent.agent.kube import Api, ApiError
 from components.node_agent.agent.settings import Settings
@@ -116,16 +121,13 @@ class Controller:
             leases = self.api.list_leases(self.namespace, LEASE_POOL_LABEL)
             key, value = DRIVER_POD_LABEL
             daemon_sets = self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
+            revisions = self.api.list_controller_revisions(settings.operator_namespace, "") if daemon_sets else []
         except ApiError as error:
             self.log.append(f"observe: {error}")
             return False
-        images = {
-            objects.name(ds): objects.container_image(
-                ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}, DRIVER_CONTAINER
-            )
-            for ds in daemon_sets
-        }
-        views = build_views(nodes, pods, leases, settings.operator_namespace, images, self.blocked)
+        claims = self._claims(nodes, pods)
+        sets = driver_daemon_sets(daemon_sets, revisions)
+        views = build_views(nodes, pods, leases, settings.operator_namespace, sets, self.blocked, claims)
         pools = build_pools(views, leases, settings.budget)
         works = {view.name: find_work(view, settings, now) for view in views}
         granted = grant(views, works, pools)
@@ -142,6 +144,19 @@ class Controller:
         self.perform(smoke_cleanup(views, pods, self.namespace), blocked)
         self.blocked = blocked
         return True
+
+    def _claims(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> objects.Claims:
+        """The ResourceClaims, read only when a pod on a GPU node holds one; None when they cannot be read
+        (every claim then counts as a GPU claim, as the GPU Operator treats a claim it cannot read)."""
+        gpu_nodes = {objects.name(node) for node in nodes}
+        if not any((pod.get("spec") or {}).get("nodeName") in gpu_nodes and objects.claim_names(pod) for pod in pods):
+            return {}
+        try:
+            items = self.api.list_resource_claims()
+        except ApiError as error:
+            self.log.append(f"resource claims: {error}; every claimed pod counts as a GPU pod")
+            return None
+        return {f"{item['metadata'].get('namespace', '')}/{objects.name(item)}": item for item in items}
 
     # -- performing --------------------------------------------------------------------------------------
     def perform(self, actions: list[Action], blocked: set[str]) -> None:
@@ -186,20 +201,25 @@ class Controller:
 
 
 def grant(views: list[NodeView], works: dict[str, Work], pools: dict[str, PoolView]) -> set[str]:
-    """Which waiting nodes take a slot now: per pool, in name order, while the live budget has room.
+    """Which waiting nodes take a slot now: per pool, in name order, while the pool's budget has room.
 
-    A node whose Lease already exists (its cordon write failed last time) keeps its place without new room;
-    a halted pool admits nobody; a node without a pool label is never admitted.
+    The budget is shared with everything else that takes a node of the pool away: the GPU Operator's upgrades,
+    cordons by people, NotReady nodes (``PoolView.room``). A node whose Lease already exists (fenced, or its
+    cordon write failed last time) or that is already unavailable for another reason is counted already, so it
+    needs no free slot, only a budget not exceeded: the operator may have taken another node of the pool since
+    (its view had no cordon to count), and then the node waits and gives its Lease back. A node the operator's
+    upgrade controller holds is never admitted; a halted pool admits nobody; a node without a pool label is never
+    admitted.
     """
     granted: set[str] = set()
     for name, pool in sorted(pools.items()):
         if pool.halted_by:
             continue
-        room = pool.budget - len(pool.holders)
+        room = pool.room
         for view in sorted((v for v in views if v.pool == name), key=lambda item: item.name):
-            if not wants_slot(view, works[view.name]):
+            if not wants_slot(view, works[view.name]) or view.operator_holds:
                 continue
-            if view.uid in pool.holders:
+            if (view.uid in pool.holders or view.uid in pool.unavailable) and room >= 0:
                 granted.add(view.name)
             elif room > 0:
                 granted.add(view.name)

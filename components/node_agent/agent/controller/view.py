@@ -1,6 +1,7 @@
-"""What the controller observes about one node and one pool, built once per reconcile from three lists.
+"""What the controller observes about one node and one pool, built once per reconcile from its lists.
 
-Nodes, pods and Leases are listed at the start of every reconcile; nothing is remembered between
+Nodes, pods, Leases, the operator's driver DaemonSets and their ControllerRevisions, and ResourceClaims are
+listed at the start of every reconcile; nothing is remembered between
 reconciles except the record the controller itself wrote on the Node (its durable intent) and the Leases.
 A record whose ``uid`` is not the node's is someone else's: a node recreated under the same name starts
 afresh and inherits neither a slot nor a halt.
@@ -12,8 +13,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
+    DRIVER_CONTAINER,
     DRIVER_POD_LABEL,
     LEASE_FAILED_ANNOTATION,
     LEASE_NODE_ANNOTATION,
@@ -51,6 +54,9 @@ class Record:
     target: str = ""  #: the MIG config this attempt applies
     handover_at: float = 0.0  #: when gpu.deploy.driver=true was written
     evicting_since: float = 0.0  #: when eviction began (not reset when the executor finds a GPU in use)
+    #: The controller set the operator's skip label itself (so it removes it when the node leaves maintenance;
+    #: a skip label someone else set stays).
+    fenced: bool = False
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -59,6 +65,71 @@ class Record:
     def loads(cls, data: dict[str, Any]) -> Record:
         known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
         return cls(**known)
+
+
+@dataclass(frozen=True)
+class DriverDaemonSet:
+    """One of the operator's driver DaemonSets, as k8s-operator-libs reads it."""
+
+    name: str
+    uid: str
+    #: The driver container's image in its template: what the operator declares.
+    image: str
+    #: The ``controller-revision-hash`` of a current pod (its newest ControllerRevision); "" when none is known.
+    current_hash: str
+    #: The NVIDIADriver whose nodes it runs on (its nodeSelector's owner label); "" for the ClusterPolicy's.
+    owner: str
+
+
+def driver_daemon_sets(
+    daemon_sets: list[dict[str, Any]], revisions: list[dict[str, Any]]
+) -> dict[str, DriverDaemonSet]:
+    """Each driver DaemonSet by name, with the hash its current pods carry.
+
+    As ``GetDaemonsetControllerRevisionHash`` (vendored k8s-operator-libs ``pkg/upgrade/pod_manager.go``) finds it:
+    the ControllerRevisions matching the DaemonSet's ``spec.selector.matchLabels``, whose name starts with the
+    DaemonSet's, the highest ``.revision``.
+    """
+    found = {}
+    for ds in daemon_sets:
+        spec = ds.get("spec") or {}
+        match = (spec.get("selector") or {}).get("matchLabels") or {}
+        own = [
+            (objects.name(rev), int(rev.get("revision") or 0))
+            for rev in revisions
+            if match and all(objects.labels(rev).get(key) == value for key, value in match.items())
+        ]
+        template = (spec.get("template") or {}).get("spec") or {}
+        found[objects.name(ds)] = DriverDaemonSet(
+            name=objects.name(ds),
+            uid=objects.uid(ds),
+            image=objects.container_image(template, DRIVER_CONTAINER),
+            current_hash=operator.revision_hash(objects.name(ds), own),
+            owner=str((template.get("nodeSelector") or {}).get(operator.DRIVER_OWNER_LABEL, "")),
+        )
+    return found
+
+
+def driver_pod_problem(pod: dict[str, Any], node_labels: dict[str, str], sets: dict[str, DriverDaemonSet]) -> str:
+    """Why a driver pod is not the operator's current driver for the node ("" when it is).
+
+    Current as the operator's upgrade controller decides it (``podInSyncWithDS``): owned by a driver DaemonSet (an
+    orphan is never in sync), its ``controller-revision-hash`` the DaemonSet's newest; and that DaemonSet is the
+    one of the NVIDIADriver owning the node (the owner label the operator writes), on the declared image.
+    """
+    ds = sets.get(objects.owner_name(pod)) if objects.owner_kind(pod) == "DaemonSet" else None
+    if ds is None:
+        return f"driver pod {objects.name(pod)} belongs to no driver DaemonSet (an orphan)"
+    owner = node_labels.get(operator.DRIVER_OWNER_LABEL, "")
+    if ds.owner and owner and ds.owner != owner:
+        return f"driver pod {objects.name(pod)} is {ds.owner}'s, the node is owned by {owner}"
+    pod_hash = objects.labels(pod).get(operator.CONTROLLER_REVISION_HASH_LABEL, "")
+    if not ds.current_hash or pod_hash != ds.current_hash:
+        return f"driver pod {objects.name(pod)} is revision {pod_hash or 'none'}, {ds.name} is at {ds.current_hash}"
+    image = objects.container_image(pod.get("spec") or {}, DRIVER_CONTAINER)
+    if ds.image and image != ds.image:
+        return f"driver pod {objects.name(pod)} runs {image}, {ds.name} declares {ds.image}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -81,14 +152,31 @@ class NodeView:
     smoke_pods: list[dict[str, Any]] = field(default_factory=list)
     driver_pods: list[dict[str, Any]] = field(default_factory=list)
     lease: dict[str, Any] | None = None
-    #: The image the operator declares for its driver (its DaemonSet's template), "" if unknown.
-    driver_image: str = ""
+    #: The operator's driver DaemonSets (by name): which driver pod is current and on the declared image.
+    driver_sets: dict[str, DriverDaemonSet] = field(default_factory=dict)
     #: An eviction of one of its pods was refused (429) in the last reconcile.
     eviction_blocked: bool = False
+    #: The node's Ready condition is not False/Unknown (as k8s-operator-libs ``isNodeConditionReady`` reads it).
+    ready: bool = True
 
     @property
     def state(self) -> str:
         return self.labels.get(STATE_LABEL, _IDLE)
+
+    @property
+    def operator_state(self) -> str:
+        """The GPU Operator's upgrade state of the node ("" when it has none)."""
+        return self.labels.get(operator.UPGRADE_STATE_LABEL, "")
+
+    @property
+    def operator_holds(self) -> bool:
+        """The operator's upgrade controller is upgrading the node (or holds it after a failed upgrade)."""
+        return operator.operator_holds(self.labels)
+
+    @property
+    def skip_label(self) -> bool:
+        """The operator's skip label is on the node (whoever set it): its upgrade controller will not start here."""
+        return self.labels.get(operator.UPGRADE_SKIP_LABEL) == operator.UPGRADE_SKIP_VALUE
 
     @property
     def opted_in(self) -> bool:
@@ -114,6 +202,17 @@ class PoolView:
     holders: frozenset[str]
     #: "node (reason)" of each Lease that halts the pool.
     halted_by: tuple[str, ...]
+    #: UIDs of the pool's other unavailable nodes, as the GPU Operator counts them against its own budget
+    #: (``GetCurrentUnavailableNodes``: cordoned or NotReady; ``GetUpgradesAvailable``: plus ``cordon-required``):
+    #: nodes the operator upgrades, people cordoned, or that are down. They share the one pool budget.
+    unavailable: frozenset[str] = frozenset()
+    #: Names of the nodes away (the controller's and the others'), sorted, for the waiting nodes' detail.
+    away: tuple[str, ...] = ()
+
+    @property
+    def room(self) -> int:
+        """Slots left: the budget less every unavailable node of the pool, the controller's and the others'."""
+        return self.budget - len(self.holders | self.unavailable)
 
 
 def _record(node: dict[str, Any]) -> Record | None:
@@ -127,13 +226,21 @@ def lease_uid(lease: dict[str, Any]) -> str:
     return objects.name(lease).removeprefix(NODE_LEASE_PREFIX)
 
 
+def _ready(node: dict[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") != "True":
+            return False
+    return True
+
+
 def build_views(
     nodes: list[dict[str, Any]],
     pods: list[dict[str, Any]],
     leases: list[dict[str, Any]],
     operator_namespace: str,
-    driver_images: dict[str, str],
+    driver_sets: dict[str, DriverDaemonSet],
     blocked: set[str],
+    claims: objects.Claims = None,
 ) -> list[NodeView]:
     """A view of every node, with its pods and its Lease (by UID)."""
     by_node: dict[str, list[dict[str, Any]]] = {}
@@ -152,9 +259,6 @@ def build_views(
             for pod in on_node
             if objects.labels(pod).get(key) == value and pod["metadata"].get("namespace") == operator_namespace
         ]
-        image = ""
-        for pod in driver_pods:
-            image = driver_images.get(objects.owner_name(pod), image)
         spec = node.get("spec") or {}
         views.append(
             NodeView(
@@ -171,14 +275,15 @@ def build_views(
                 request=objects.json_annotation(node, REQUEST_ANNOTATION),
                 report=objects.json_annotation(node, REPORT_ANNOTATION),
                 gpu_pods=sorted(
-                    [pod for pod in on_node if objects.is_running_gpu_pod(pod)],
+                    [pod for pod in on_node if objects.is_running_gpu_pod(pod, claims)],
                     key=lambda pod: (pod["metadata"].get("namespace", ""), pod["metadata"]["name"]),
                 ),
                 smoke_pods=[pod for pod in on_node if objects.labels(pod).get(SMOKE_LABEL)],
                 driver_pods=driver_pods,
                 lease=lease_by_uid.get(objects.uid(node)),
-                driver_image=image,
+                driver_sets=driver_sets,
                 eviction_blocked=node_name in blocked,
+                ready=_ready(node),
             )
         )
     return views
@@ -205,5 +310,9 @@ def build_pools(views: list[NodeView], leases: list[dict[str, Any]], budget: Any
                 if objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION)
             )
         )
-        pools[pool] = PoolView(pool, len(members), budget(len(members)), frozenset(holders), halted)
+        unavailable = frozenset(
+            view.uid for view in members if view.unschedulable or not view.ready or view.operator_holds
+        )
+        away = tuple(sorted(view.name for view in members if view.uid in holders or view.uid in unavailable))
+        pools[pool] = PoolView(pool, len(members), budget(len(members)), frozenset(holders), halted, unavailable, away)
     return pools
