@@ -1,9 +1,14 @@
 """``python -m tools.fetch_upstream [--mirror DIR]``: put the pinned upstream artifacts under ``.upstream/``.
 
-With ``--mirror`` (``make upstream UPSTREAM_MIRROR=DIR``) the archives are copied from a local folder:
+With ``--mirror`` (``make upstream UPSTREAM_MIRROR=DIR``) the archives are read from a local folder:
 the air-gapped path, and this project's CI. Without it they are downloaded from upstream (GitHub,
 NGC). Either way every tree is checked against its pinned content digest before it is moved into
 place; a tree already in place with the right digest is left alone. Standard library only.
+
+A source subset (an artifact with ``paths``, ``components.catalog.upstream.SOURCES``) comes from GitHub as the
+whole tag tarball; only the members under those paths are written to disk, while the archive is read, so the
+rest of the repository never lands anywhere. A mirror's archive of the subset holds only those paths already:
+the same filter keeps all of it, and both give the same tree and digest.
 
 Exit codes: 0 every artifact in place; 1 a download, copy or digest check failed (nothing half-written
 is left in ``.upstream/``).
@@ -17,7 +22,8 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
-from pathlib import Path
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 from components.catalog.upstream import ARTIFACTS, UPSTREAM_DIR, UpstreamArtifact, tree_digest
 
@@ -29,13 +35,13 @@ class FetchError(Exception):
 
 
 def _obtain(artifact: UpstreamArtifact, mirror: Path | None, work: Path) -> Path:
-    target = work / artifact.archive
+    """The archive on local disk: the mirror's file itself, or upstream's downloaded into ``work``."""
     if mirror is not None:
         source = mirror / artifact.archive
         if not source.is_file():
             raise FetchError(f"{artifact.name}: {source} not found in the mirror (expected {artifact.archive})")
-        shutil.copyfile(source, target)
-        return target
+        return source
+    target = work / artifact.archive
     try:
         with urllib.request.urlopen(artifact.url, timeout=120) as response, target.open("wb") as out:
             shutil.copyfileobj(response, out)
@@ -47,17 +53,58 @@ def _obtain(artifact: UpstreamArtifact, mirror: Path | None, work: Path) -> Path
     return target
 
 
+def _kept_members(artifact: UpstreamArtifact, tar: tarfile.TarFile, found: set[str]) -> Iterator[tarfile.TarInfo]:
+    """The members under ``strip_prefix/`` that ``artifact.paths`` keep, in archive order; records which paths matched.
+
+    A generator over the open archive, so ``extractall`` writes each kept member as the archive is read and skips
+    the others without writing them.
+    """
+    for member in tar:
+        parts = PurePosixPath(member.name).parts
+        if len(parts) < 2 or parts[0] != artifact.strip_prefix:
+            continue
+        kept = artifact.kept_under("/".join(parts[1:]))
+        if kept is None:
+            continue
+        found.add(kept)
+        yield member
+
+
 def _unpack(artifact: UpstreamArtifact, archive: Path, work: Path) -> Path:
+    """The kept part of ``archive`` unpacked under ``work``; returns the tree (the top folder's content)."""
     unpacked = work / "unpacked"
+    found: set[str] = set()
     try:
+        # Read once, front to back: each kept member is written as the generator reaches it. (Not stream mode,
+        # "r|*": CPython's stream reader misreads a gzip header with an extra field, which Helm's .tgz has.)
         with tarfile.open(archive) as tar:
-            tar.extractall(unpacked, filter="data")
+            tar.extractall(unpacked, members=_kept_members(artifact, tar, found), filter="data")
     except (tarfile.TarError, OSError) as error:
         raise FetchError(f"{artifact.name}: {archive.name} is not a readable archive ({error})") from None
     tree = unpacked / artifact.strip_prefix
     if not tree.is_dir():
         raise FetchError(f"{artifact.name}: {archive.name} has no top folder {artifact.strip_prefix}/")
+    missing = [path for path in artifact.paths if path not in found]
+    if missing:
+        raise FetchError(
+            f"{artifact.name} {artifact.version}: {archive.name} has nothing under {artifact.strip_prefix}/ at "
+            f"{', '.join(missing)}; if the tag moved them, change the artifact's paths (and its pin) in "
+            "components/catalog/upstream.py"
+        )
     return tree
+
+
+def _mismatch(artifact: UpstreamArtifact, digest: str, source: str) -> str:
+    """The refusal of a tree whose content is not the pinned one: which artifact, and what to do about it."""
+    subset = f" (only {' '.join(artifact.paths)} of it)" if artifact.paths else ""
+    return (
+        f"{artifact.name} {artifact.version}: the content digest {digest} of the tree from {source}{subset} does "
+        f"not match the pin {artifact.content_sha256} (components/catalog/upstream.py); refusing to use it, nothing "
+        f"was written to {artifact.path}. A mirror's archive that differs from upstream's: replace it with "
+        f"{artifact.url}. Moving the pin on purpose (a new tag): set content_sha256 to the new digest, then run "
+        "`python -m components.catalog.upstream_facts` (or tests/catalog/test_upstream_facts.py) to list the "
+        "catalog facts the new source no longer supports."
+    )
 
 
 def ensure(artifact: UpstreamArtifact, root: Path, mirror: Path | None) -> str:
@@ -66,19 +113,16 @@ def ensure(artifact: UpstreamArtifact, root: Path, mirror: Path | None) -> str:
     if destination.is_dir() and tree_digest(destination) == artifact.content_sha256:
         return f"{artifact.name} {artifact.version}: in place ({artifact.path})"
     (root / UPSTREAM_DIR).mkdir(parents=True, exist_ok=True)
+    source = f"mirror {mirror}" if mirror else artifact.url
     with tempfile.TemporaryDirectory(dir=root / UPSTREAM_DIR) as tmp:
         work = Path(tmp)
         tree = _unpack(artifact, _obtain(artifact, mirror, work), work)
         digest = tree_digest(tree)
         if digest != artifact.content_sha256:
-            raise FetchError(
-                f"{artifact.name} {artifact.version}: content digest {digest} does not match the pin "
-                f"{artifact.content_sha256} (components/catalog/upstream.py); refusing to use it"
-            )
+            raise FetchError(_mismatch(artifact, digest, source))
         if destination.exists():
             shutil.rmtree(destination)
         tree.rename(destination)
-    source = f"mirror {mirror}" if mirror else artifact.url
     return f"{artifact.name} {artifact.version}: fetched from {source}, digest verified ({artifact.path})"
 
 
