@@ -22,9 +22,10 @@ Sources:
   otherwise sets ``status.state: notReady`` with condition reason ``ConflictingNodeSelector``; a
   ClusterPolicy without ``useNvidiaDriverCRD`` leaves it ``disabled``; ``ready`` only once every
   state it syncs (the driver DaemonSet's pods) is ready. ``internal/state/state_skel.go``
-  ``isDaemonSetReady`` checks pods ready/available, not that they run the new version: the driver
-  DaemonSet is ``OnDelete`` (``manifests/state-driver/0500_daemonset.yaml``) and the upgrade controller
-  replaces pods node by node, so ``ready`` can be read while old pods still run. The CRD's ``status`` has
+  ``isDaemonSetReady`` asks that every available pod is an updated one (``UpdatedNumberScheduled ==
+  NumberAvailable``) but not that the DaemonSet's status was written for its current template (that
+  branch compares no ``observedGeneration``): right after a template change the old counts still say
+  ready, and a node whose new pod is not yet created counts as neither. The CRD's ``status`` has
   no ``observedGeneration`` (only ``conditions``, ``namespace``, ``state``; a condition's own
   ``observedGeneration`` is optional), and pulumi-kubernetes' jsonpath wait compares
   ``observedGeneration`` only where the object has one: after a spec change ``pulumi up`` reads the old
@@ -64,8 +65,12 @@ Sources:
   ``<repository>/<image>:<version>-<os>`` (``-<kernel>-<os>`` when precompiled; v26.7.0
   ``api/nvidia/v1alpha1/nvidiadriver_types.go`` ``GetImagePath``/``GetPrecompiledImagePath``,
   ``manifests/state-driver/0500_daemonset.yaml``); the DaemonSet controller labels each pod
-  ``pod-template-generation`` and k8s-operator-libs ``pkg/upgrade`` restarts a pod whose value is not its
-  DaemonSet's ``metadata.generation`` (``utils.GetPodTemplateGeneration``). GPU Feature Discovery (the chart's
+  ``controller-revision-hash`` with the ControllerRevision it was made from, and k8s-operator-libs
+  ``pkg/upgrade`` restarts a pod whose hash is not its DaemonSet's newest revision's (``common_manager.go``
+  ``podInSyncWithDS``: ``GetPodControllerRevisionHash`` against ``GetDaemonsetControllerRevisionHash``, in
+  ``pod_manager.go``; the facts and ``revision_hash`` are in ``components.catalog.gpu_operator_upgrade``). The
+  ``pod-template-generation`` label is no such evidence: after a template rollback (A, B, A) the DaemonSet's
+  generation moves on while the pods of A are current again. GPU Feature Discovery (the chart's
   ``gfd`` is k8s-device-plugin v0.20.0) labels the node ``nvidia.com/cuda.driver-version.full`` with the
   driver NVML reports (``internal/lm/nvml.go`` ``newVersionLabeler``).
 """
@@ -76,6 +81,13 @@ import math
 import re
 from collections.abc import Mapping
 from typing import Final
+
+# The facts about the driver pods and the upgrade controller have one home (``gpu_operator_upgrade``); the
+# names below are this module's views of them, kept for its readers. ``DRIVER_CONTAINER`` and
+# ``UPGRADE_STATE_LABEL`` (the upgrade controller's per-node state) are re-exported as they are.
+from components.catalog.gpu_operator_upgrade import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL, DRIVER_OWNER_LABEL
+from components.catalog.gpu_operator_upgrade import DRIVER_CONTAINER as DRIVER_CONTAINER
+from components.catalog.gpu_operator_upgrade import UPGRADE_STATE_LABEL as UPGRADE_STATE_LABEL
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
 KIND: Final = "NVIDIADriver"
@@ -95,20 +107,13 @@ _PERCENT = re.compile(r"(\d+)%\Z")
 
 
 #: The node label the operator writes with the NVIDIADriver that owns the node (``internal/consts/consts.go``).
-OWNER_LABEL: Final = "nvidia.com/gpu-operator.driver.owner"
+OWNER_LABEL: Final = DRIVER_OWNER_LABEL
 #: Only GPU nodes get an owner (``AssignOwners`` lists nodes with this label).
 GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
 #: Driver pods, whichever DaemonSet (ClusterPolicy's or an NVIDIADriver's) made them.
-DRIVER_POD_COMPONENT: Final = ("app.kubernetes.io/component", "nvidia-driver")
-DRIVER_CONTAINER: Final = "nvidia-driver-ctr"
-#: The DaemonSet controller's label on each pod: the template generation it was made from.
-POD_TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
-#: Where an apps/v1 DaemonSet keeps its template generation (Kubernetes ``pkg/apis/apps/v1/conversion.go``).
-TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
+DRIVER_POD_COMPONENT: Final = (DRIVER_COMPONENT_LABEL, DRIVER_COMPONENT)
 #: GPU Feature Discovery's label with the driver NVML reports on the node.
 GFD_DRIVER_VERSION_LABEL: Final = "nvidia.com/cuda.driver-version.full"
-#: The upgrade controller's per-node state label (k8s-operator-libs ``GetUpgradeStateLabelKey``, driver component).
-UPGRADE_STATE_LABEL: Final = "nvidia.com/gpu-driver-upgrade-state"
 
 
 def resource_name(group: str) -> str:

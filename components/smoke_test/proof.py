@@ -6,11 +6,13 @@ NVIDIADriver resources, the smoke Jobs) depends on this resource and never on an
 cannot tell an old ``ready`` from a new one (``components.catalog.nvidia_driver``). The Job runs the shipped
 checker (``components/node_agent/agent/proof``: standard library Python on the node agent's pinned image, with
 the node agent's API client) as ``nobody`` with a read-only root, under a ServiceAccount that may list nodes,
-list driver pods and DaemonSets in the operator's namespace and create/delete its CUDA pods there: nothing else.
+list driver pods, DaemonSets and ControllerRevisions in the operator's namespace and create/delete its CUDA pods
+in its own: nothing else.
 
-``GpuProofAccess`` is registered once (ServiceAccount, RBAC, the code ConfigMap); ``GpuProof`` once per step.
-The Job's name carries a digest of the step's settings: a changed driver is a new Job, so the proof runs again
-for every change, and an unchanged step is not re-run.
+``GpuProofAccess`` is registered once (ServiceAccount, RBAC, the PriorityClass, the code ConfigMap); ``GpuProof``
+once per step. The Job's name carries a digest of the step's settings: a changed driver is a new Job, so the
+proof runs again for every change, and a step that passed is not re-run. A step that failed is: the Job carries
+``pulumi.com/replaceUnready`` (see ``REPLACE_UNREADY``), so the next ``pulumi up`` replaces it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANA
 
 #: What the checker imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
 PROOF_FILES: tuple[str, ...] = (
+    "components/catalog/gpu_operator_upgrade.py",
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
     "components/catalog/nvidia_driver.py",
@@ -44,6 +47,25 @@ ACCOUNT = "gpu-platform-proof"
 CODE_CONFIG_MAP = "gpu-platform-proof-code"
 CODE_DIR = "/proof"
 LABELS = {"app.kubernetes.io/name": "gpu-platform-proof", **MANAGED_BY_LABELS}
+#: The PriorityClass of the proof's pods (the Job's and its CUDA pods), so a CUDA pod gets a GPU on a full node.
+PRIORITY_CLASS = "gpu-platform-proof"
+#: Its value: above every ordinary workload (a pod of no class has 0; the ``high-priority`` class of Kubernetes'
+#: own PriorityClass example has 1,000,000), so the scheduler's default preemption (``PreemptLowerPriority``)
+#: frees one GPU of a full node for a CUDA pod of the proof. It must stay at or below 1,000,000,000: the API server
+#: refuses a higher value for any class but Kubernetes' own system classes (Kubernetes ``pkg/apis/scheduling/types.go``
+#: ``HighestUserDefinablePriority``; ``system-cluster-critical`` is twice that; Kubernetes behaviour, not in
+#: ``.upstream/``). Ten times below that limit, so a workload that must never yield to the proof can still get a
+#: class above it.
+PRIORITY_VALUE = 100_000_000
+#: pulumi-kubernetes (v4.32.0 ``provider/pkg/metadata/annotations.go`` ``AnnotationReplaceUnready``, read in
+#: ``provider/pkg/provider/provider.go`` ``(*kubeProvider).Diff``): for a Job with this annotation ``"true"``
+#: Diff reads the live Job and, when ``checkjob.NewJobChecker().Ready`` says it has not completed (failed, or
+#: never finished), reports a replacement; the Job keeps its name and namespace, so the replacement is delete
+#: first (``deleteBeforeReplace`` in the same function). The delete is foreground by default
+#: (``provider/pkg/metadata/overrides.go`` ``DeletionPropagation``; ``provider/pkg/await/await.go``
+#: ``Deletion``): the Job's pods go, and with them the CUDA pods they own. So the next ``pulumi up`` after a
+#: failed proof runs the step's proof again, on a clean slate.
+REPLACE_UNREADY = {"pulumi.com/replaceUnready": "true"}
 #: Minutes the Job may outlive the checker's own deadline (image pull, scheduling) before Kubernetes stops it.
 JOB_MARGIN_SECONDS = 300
 
@@ -63,7 +85,8 @@ class ProofAccessArgs:
 
 
 class GpuProofAccess(pulumi.ComponentResource):
-    """The proof's namespace, ServiceAccount, least-privilege RBAC and the checker's code, shared by every step."""
+    """The proof's namespace, ServiceAccount, least-privilege RBAC, PriorityClass and the checker's code, shared by
+    every step."""
 
     def __init__(self, name: str, args: ProofAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GPU_PROOF_ACCESS_TYPE, name, None, opts)
@@ -96,6 +119,9 @@ class GpuProofAccess(pulumi.ComponentResource):
             rules=[
                 k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["list"]),
                 k8s.rbac.v1.PolicyRuleArgs(api_groups=["apps"], resources=["daemonsets"], verbs=["list"]),
+                # A driver pod is current when it is from its DaemonSet's newest ControllerRevision, as the
+                # operator's upgrade controller judges it (k8s-operator-libs GetDaemonsetControllerRevisionHash).
+                k8s.rbac.v1.PolicyRuleArgs(api_groups=["apps"], resources=["controllerrevisions"], verbs=["list"]),
             ],
             opts=child,
         )
@@ -124,6 +150,21 @@ class GpuProofAccess(pulumi.ComponentResource):
                 )
             ),
         ]
+        priority = k8s.scheduling.v1.PriorityClass(
+            f"{name}-priority-class",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=PRIORITY_CLASS, labels=LABELS),
+            value=PRIORITY_VALUE,
+            global_default=False,
+            preemption_policy="PreemptLowerPriority",
+            description="The gpu-platform proof of a driver step: its CUDA pods must get a GPU of every node.",
+            # The API server refuses a change of either in place (Kubernetes ``ValidatePriorityClassUpdate``), and
+            # pulumi-kubernetes lists no replacement for them (``provider/pkg/provider/diff.go``): replace, under
+            # the same name, so delete first. Running pods keep the priority they were admitted with.
+            opts=pulumi.ResourceOptions.merge(
+                base,
+                pulumi.ResourceOptions(replace_on_changes=["value", "preemptionPolicy"], delete_before_replace=True),
+            ),
+        )
         code = k8s.core.v1.ConfigMap(
             f"{name}-code",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=CODE_CONFIG_MAP, namespace=ns, labels=LABELS),
@@ -131,12 +172,15 @@ class GpuProofAccess(pulumi.ComponentResource):
             opts=child,
         )
         self.namespace = ns
-        self._ready: list[pulumi.Resource] = [account, *bindings, code]
+        self.priority_class = PRIORITY_CLASS
+        # The Priority admission plugin refuses a pod naming a PriorityClass that does not exist yet.
+        self._ready: list[pulumi.Resource] = [account, *bindings, priority, code]
         self.register_outputs({"serviceAccount": ACCOUNT})
 
     @property
     def ready(self) -> list[pulumi.Resource]:
-        """What a proof Job waits for: its account, its rights and its code (never the component)."""
+        """What a proof Job waits for: its account, its rights, its PriorityClass and its code (never the
+        component)."""
         return list(self._ready)
 
 
@@ -166,12 +210,14 @@ class GpuProof(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ProofArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GPU_PROOF_TYPE, name, None, opts)
-        settings = args.settings
+        settings = {**args.settings, "priority_class": args.access.priority_class}
         deadline = int(settings["deadline_seconds"]) + JOB_MARGIN_SECONDS
         ns = args.access.namespace
         self.job = k8s.batch.v1.Job(
             f"{name}-job",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=job_name(settings["step"], settings), namespace=ns, labels=LABELS),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=job_name(settings["step"], settings), namespace=ns, labels=LABELS, annotations=REPLACE_UNREADY
+            ),
             spec=k8s.batch.v1.JobSpecArgs(
                 backoff_limit=1,  # the checker itself is level-triggered; one retry covers a lost pod
                 active_deadline_seconds=deadline,
@@ -199,6 +245,7 @@ def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
     return k8s.core.v1.PodSpecArgs(
         restart_policy="Never",
         service_account_name=ACCOUNT,
+        priority_class_name=settings["priority_class"],
         security_context=non_root_pod_security(agent_names.CONTROLLER_USER),
         containers=[
             shipped_container(

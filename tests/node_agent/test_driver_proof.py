@@ -4,11 +4,26 @@ failed API call at any point (it re-reads everything on every pass)."""
 
 from __future__ import annotations
 
+from components.catalog import gpu_operator_upgrade as upgrade
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import PROOF_RUN_LABEL as RUN_LABEL
+from components.catalog.names import PROOF_STEP_LABEL as STEP_LABEL
+from components.catalog.node_agent import UNSCHEDULABLE_TAINT
+from components.catalog.upstream import GPU_OPERATOR_SOURCE
+from components.node_agent.agent import objects
 from components.node_agent.agent.proof.check import Proof, proof_pod
 from components.node_agent.agent.proof.main import prove
-from tests.node_agent.proof_world import NEW, OLD, PROOF_NS, ProofClient, ProofWorld
+from components.smoke_test.proof import PRIORITY_CLASS
+from tests.helpers import ROOT
+from tests.node_agent.proof_world import (
+    NEW,
+    OLD,
+    POD_TEMPLATE_GENERATION_LABEL,
+    PROOF_NS,
+    ProofClient,
+    ProofWorld,
+    tolerated,
+)
 from tests.node_agent.sim.api import Faults
 
 RUN = "gpu-proof-canary-abcde"
@@ -161,3 +176,195 @@ def test_a_mig_change_passes_once_every_node_advertises_the_layout_and_fails_nam
     assert len([line for line in healthy_lines if line.startswith("deleted gpu-proof-mig-")]) == 3  # cleaned up
     pod = proof_pod(settings, settings.pools[0], RUN, OWNER, "v100-0")
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": "1"}
+
+
+# -- which driver pod is current: the operator's ControllerRevision hash, not the template generation ----------
+
+
+def _the_driver_pod(world: ProofWorld, node: str) -> dict:
+    (pod,) = world.driver_pods(node)
+    return pod
+
+
+def test_a_rollback_of_the_driver_template_is_proven_current() -> None:
+    """A -> B -> A: the DaemonSet controller makes A's revision the newest again; the pods still on A are current
+    (the upgrade controller leaves them), although their pod-template-generation never matches the DaemonSet's."""
+    world = ProofWorld(nodes=3)
+    world.change_driver(NEW)  # B
+    world.run(500.0)  # the upgrade controller has moved v100-0 to B
+    assert world.driver_pods("v100-0")[0]["spec"]["containers"][0]["image"] == world.image(NEW)
+    untouched = objects.name(_the_driver_pod(world, "v100-2"))  # not reached yet
+    world.change_driver(OLD)  # the rollback: A's template again
+    assert world.generation == 3
+    pod = _the_driver_pod(world, "v100-2")
+    assert pod["metadata"]["labels"][POD_TEMPLATE_GENERATION_LABEL] == "1"  # it lags, and always will
+    assert pod["metadata"]["labels"][upgrade.CONTROLLER_REVISION_HASH_LABEL] == world.newest_hash()
+
+    passed, summary, _ = _prove(world, deadline=3600.0)
+    assert passed, summary
+    assert summary == "3 node(s) proven"
+    assert objects.name(_the_driver_pod(world, "v100-2")) == untouched  # proven as it is, never restarted
+
+
+def test_a_lagging_template_generation_is_current_on_the_newest_hash_and_an_older_hash_is_named() -> None:
+    world = ProofWorld(nodes=2)
+    before = world.template_hash()
+    world.change_template(EXTRA_OPTION="1")  # B: a re-render that keeps the image
+    b_hash = world.template_hash()
+    world.run(400.0)  # the upgrade controller took v100-0 and its B pod is Ready
+    world.max_parallel = 0  # it takes no further node
+    world.run(100.0)  # and hands v100-0 back (upgrade-done)
+    on_b = _the_driver_pod(world, "v100-0")
+    assert on_b["metadata"]["labels"][upgrade.CONTROLLER_REVISION_HASH_LABEL] == b_hash
+    world.change_template()  # rollback to A: A's revision is renumbered above B's
+    assert world.newest_hash() == before
+    lagging = _the_driver_pod(world, "v100-1")
+    assert lagging["metadata"]["labels"][POD_TEMPLATE_GENERATION_LABEL] == "1" != str(world.generation)
+
+    verdict = Proof(ProofClient(world.api, PROOF_NS), world.settings(), RUN, OWNER).one_pass()
+    assert verdict.lagging["v100-1"] == "CUDA proof pod started"  # its driver is in order: on to CUDA
+    assert verdict.lagging["v100-0"] == (
+        f"driver pod {objects.name(on_b)} is from revision {b_hash} of its DaemonSet, not the newest ({before})"
+        " (upgrade state upgrade-done)"
+    )
+
+
+def test_the_proof_lists_only_the_revisions_of_the_driver_daemonsets_it_judges() -> None:
+    """Per DaemonSet by its selector (``GetDaemonsetControllerRevisionHash``): another DaemonSet's newer revisions
+    in the operator's namespace do not make a driver pod outdated."""
+    world = ProofWorld(nodes=1)
+    other = world.revisions()[0] | {"revision": 99}
+    other["metadata"] = {
+        **other["metadata"],
+        "name": f"{world.ds_name}x-abc",  # a name with ours as its prefix, of another DaemonSet's selector
+        "labels": {"app": f"{world.ds_name}x", upgrade.CONTROLLER_REVISION_HASH_LABEL: "abc"},
+    }
+    world.api.put("controllerrevisions", f"gpu-operator/{world.ds_name}x-abc", other)
+    verdict = Proof(ProofClient(world.api, PROOF_NS), world.settings(), RUN, OWNER).one_pass()
+    assert verdict.lagging == {"v100-0": "CUDA proof pod started"}
+
+
+# -- the CUDA pods: a cordoned node, the pool's taints, a full node ----------------------------------------------
+
+
+def test_a_cordoned_node_is_proven() -> None:
+    world = ProofWorld(nodes=2)
+    world.cordon("v100-1")  # a person's cordon (the operator's upgrade controller holds no node here)
+    settings = world.settings(deadline=1200.0)
+    untolerating = proof_pod(settings, settings.pools[0], RUN, OWNER, "v100-1")
+    untolerating["spec"]["tolerations"] = list(settings.pools[0].tolerations)
+    assert world._unresolvable(untolerating, world.node("v100-1")) == "unschedulable"  # NodeUnschedulable
+
+    passed, summary, lines = _prove(world, deadline=1200.0)
+    assert passed, summary
+    assert any(line.startswith("started ") and line.endswith(" for v100-1") for line in lines)
+    assert world.node("v100-1")["spec"]["unschedulable"] is True  # the proof leaves the cordon as it was
+
+
+def test_the_proof_pod_carries_the_priority_class_and_tolerates_every_taint_of_the_pools_nodes() -> None:
+    world = ProofWorld(nodes=1)
+    world.cordon("v100-0")
+    settings = world.settings()
+    pod = proof_pod(settings, settings.pools[0], RUN, OWNER, "v100-0")
+    assert pod["spec"]["priorityClassName"] == PRIORITY_CLASS
+    taints = world.node("v100-0")["spec"]["taints"]
+    assert {t["key"] for t in taints} == {"nvidia.com/gpu", "gpu-platform.io/workload", UNSCHEDULABLE_TAINT}
+    assert all(tolerated(pod, taint) for taint in taints)
+    assert world._unresolvable(pod, world.node("v100-0")) == ""
+
+
+def test_on_a_full_node_the_cuda_pod_preempts_an_ordinary_gpu_pod_and_the_node_is_proven() -> None:
+    world = ProofWorld(nodes=2)
+    training = world.occupy("v100-1")  # priority 0, holding v100-1's only GPU
+    passed, summary, _ = _prove(world, deadline=1200.0)
+    assert passed, summary
+    assert training not in world.api.store["pods"]  # preempted (it was deleted gracefully)
+
+
+def test_a_cuda_pod_naming_a_missing_priority_class_is_refused() -> None:
+    """The stand-in's admission really checks the class: without the component's PriorityClass no pod starts."""
+    world = ProofWorld(nodes=1)
+    world.api.store["priorityclasses"].clear()
+    proof = Proof(ProofClient(world.api, PROOF_NS), world.settings(), RUN, OWNER)
+    proof.one_pass()
+    assert any("no PriorityClass with name gpu-platform-proof was found" in line for line in proof.log)
+
+
+# -- a retried proof ---------------------------------------------------------------------------------------------
+
+
+def test_a_retried_proof_deletes_the_cuda_pods_of_the_earlier_run_of_its_step() -> None:
+    world = ProofWorld(nodes=2)
+    world.never_ready.add("v100-1")
+    world.change_driver(NEW)
+    first, second = "gpu-proof-canary-first", "gpu-proof-canary-second"
+    passed, summary = prove(
+        ProofClient(world.api, PROOF_NS),
+        world.settings(1500.0),
+        first,
+        {"name": first, "uid": "u-1"},
+        world.clock,
+        world.run,
+        lambda line: None,
+    )
+    assert not passed and _lagging(summary) == {"v100-1"}
+    left = [
+        p["metadata"]["name"]
+        for p in world.api.store["pods"].values()
+        if p["metadata"]["labels"].get(RUN_LABEL) == first
+    ]
+    assert left  # a failed run keeps its CUDA pods, for their logs
+    other_step = proof_pod(world.settings(), world.settings().pools[0], "gpu-proof-mig-x", OWNER, "v100-0")
+    other_step["metadata"]["labels"][STEP_LABEL] = "mig"
+    world.api.put(
+        "pods", f"{PROOF_NS}/{other_step['metadata']['name']}", other_step | {"status": {"phase": "Succeeded"}}
+    )
+
+    world.never_ready.clear()  # the operator's retry on v100-1, then `pulumi up` runs the proof again
+    for pod in world.driver_pods("v100-1"):
+        world.api.delete_pod_gracefully("gpu-operator", pod["metadata"]["name"])
+    world.at(31.0, lambda: world._replace_driver("v100-1"))
+    lines: list[str] = []
+    passed, summary = prove(
+        ProofClient(world.api, PROOF_NS),
+        world.settings(3600.0),
+        second,
+        {"name": second, "uid": "u-2"},
+        world.clock,
+        world.run,
+        lines.append,
+    )
+    assert passed, summary
+    world.run(60.0)
+    runs = {p["metadata"]["labels"].get(RUN_LABEL) for p in world.api.store["pods"].values()}
+    assert first not in runs  # nothing of the earlier run is left
+    assert "gpu-proof-mig-x" in runs  # another step's pods are not this proof's to delete
+    assert all(any(line == f"deleted {name}; it is of an earlier run of this step" for line in lines) for name in left)
+
+
+def test_the_stand_in_driver_daemonset_has_the_pinned_manifests_shape() -> None:
+    """The NVIDIADriver mode's DaemonSet as the pinned operator writes it: named by getDriverAppName, selecting its
+    pods by ``app`` alone, OnDelete, the component label on the DaemonSet and its pods."""
+    source = ROOT / GPU_OPERATOR_SOURCE.path
+    manifest = (source / "manifests/state-driver/0500_daemonset.yaml").read_text()
+    assert "  name: {{ .Driver.AppName }}\n" in manifest
+    assert (
+        "  selector:\n    matchLabels:\n      app: {{ .Driver.AppName }}\n  updateStrategy:\n    type: OnDelete"
+        in manifest
+    )
+    assert manifest.count('app.kubernetes.io/component: "nvidia-driver"') == 2  # the DaemonSet and the template
+    assert 'appNamePrefixFormat = "nvidia-%s-driver-%s"' in (source / "internal/state/driver.go").read_text()
+
+    world = ProofWorld(nodes=1)
+    ds = world.api.store["daemonsets"][f"gpu-operator/{world.ds_name}"]
+    assert world.ds_name.startswith("nvidia-gpu-driver-ubuntu22.04-")
+    assert ds["spec"]["selector"] == {"matchLabels": {"app": world.ds_name}}
+    assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    pod = _the_driver_pod(world, "v100-0")
+    for labels in (ds["metadata"]["labels"], pod["metadata"]["labels"]):
+        assert labels["app"] == world.ds_name
+        assert labels[upgrade.DRIVER_COMPONENT_LABEL] == upgrade.DRIVER_COMPONENT
+    (revision,) = world.revisions()
+    assert (
+        objects.name(revision) == f"{world.ds_name}-{pod['metadata']['labels'][upgrade.CONTROLLER_REVISION_HASH_LABEL]}"
+    )

@@ -3,6 +3,7 @@ which rights it gets, and that its shipped code runs on the bare image."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -15,12 +16,15 @@ from pulumi.runtime import MockResourceArgs
 
 import preview.run.runner
 from components.base.shipped_code import config_map_key
+from components.catalog.kubernetes import Taint, parse_taint, tolerates
 from components.catalog.names import NODE_GROUP_LABEL, NVIDIA_DRIVER_TYPE
-from components.node_agent.agent.proof.check import ProofSettings
-from components.smoke_test.proof import ACCOUNT, PROOF_FILES, proof_sources
+from components.catalog.node_agent import UNSCHEDULABLE_TAINT
+from components.catalog.upstream import PULUMI_KUBERNETES_SOURCE
+from components.node_agent.agent.proof.check import ProofSettings, proof_pod
+from components.smoke_test.proof import ACCOUNT, PRIORITY_CLASS, PROOF_FILES, proof_sources
 from preview.run.mocks import PlatformMocks
 from preview.run.runner import ProgramRun, run_program
-from tests.helpers import as_overrides, run_raw, set_path, stack_raw
+from tests.helpers import ROOT, as_overrides, run_raw, set_path, stack_raw
 
 JOB = "kubernetes:batch/v1:Job"
 
@@ -52,7 +56,9 @@ def test_dev_proves_both_pools_on_their_own_nvidiadriver_and_version(dev: Progra
     assert settings.deadline_seconds == 3 * 1800.0
 
 
-def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only(dev: ProgramRun) -> None:
+def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only_and_may_list_controllerrevisions(
+    dev: ProgramRun,
+) -> None:
     proof = dev.one(JOB, "gpu-proof-main-job")
     pod = proof.inputs["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == ACCOUNT
@@ -65,10 +71,27 @@ def test_the_proof_runs_unprivileged_with_list_and_pod_rights_only(dev: ProgramR
     assert own.inputs["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "create", "delete"]}]
     operator = dev.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "gpu-proof-access-operator-role")
     assert operator.inputs["metadata"]["namespace"] == "gpu-operator"
-    assert {(tuple(r["resources"]), tuple(r["verbs"])) for r in operator.inputs["rules"]} == {
-        (("pods",), ("list",)),
-        (("daemonsets",), ("list",)),
-    }
+    # What was there before, and one rule more: list the driver DaemonSets' ControllerRevisions (apps group).
+    rule = functools.partial(json.dumps, sort_keys=True)
+    assert sorted(map(rule, operator.inputs["rules"])) == sorted(
+        map(
+            rule,
+            [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]},
+                {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": ["list"]},
+            ],
+        )
+    )
+    rbac = [r.name for r in dev.registrations if r.type.startswith("kubernetes:rbac.authorization.k8s.io/v1:")]
+    assert sorted(n for n in rbac if n.startswith("gpu-proof-")) == [
+        "gpu-proof-access-cluster-role",
+        "gpu-proof-access-cluster-role-binding",
+        "gpu-proof-access-operator-role",
+        "gpu-proof-access-operator-role-binding",
+        "gpu-proof-access-role",
+        "gpu-proof-access-role-binding",
+    ]
 
 
 def test_a_changed_driver_is_a_new_proof_job(dev: ProgramRun) -> None:
@@ -163,3 +186,76 @@ def test_a_failed_canary_proof_keeps_the_other_pools_driver_and_every_smoke_job_
     assert "gpu-platform-v100" in sent and "gpu-platform-a100" not in sent
     assert not [name for name in sent if name.startswith("gpu-smoke-")]
     assert not [name for name in sent if name.startswith("gpu-proof-main-")]
+
+
+# -- a failed proof runs again; its pods get a GPU wherever the pool's nodes are ---------------------------------
+
+PROVIDER_SOURCE = ROOT / PULUMI_KUBERNETES_SOURCE.path / "provider/pkg"
+
+
+def _proof_jobs(run: ProgramRun) -> list[Any]:
+    return [job for job in run.by_type(JOB) if job.name.startswith("gpu-proof-")]
+
+
+def test_a_failed_proof_job_is_replaced_on_the_next_up(dev: ProgramRun) -> None:
+    """A Job keeps its name while its step is unchanged; the provider replaces it when it has not completed."""
+    jobs = [*_proof_jobs(dev), *_proof_jobs(run_program("prod"))]
+    assert {job.name for job in jobs} == {"gpu-proof-main-job", "gpu-proof-mig-job"}
+    for job in jobs:
+        annotations = job.inputs["metadata"].get("annotations") or {}
+        assert annotations.get("pulumi.com/replaceUnready") == "true", job.name
+        assert "pulumi.com/skipAwait" not in annotations  # still awaited: the gate
+        assert "pulumi.com/deletionPropagationPolicy" not in annotations  # foreground: its pods go with it
+    # The pinned provider reads exactly that annotation, and for a Job replaces it when it is not Ready.
+    annotations_go = (PROVIDER_SOURCE / "metadata/annotations.go").read_text()
+    assert 'AnnotationPrefix = "pulumi.com/"' in annotations_go
+    assert 'AnnotationReplaceUnready = AnnotationPrefix + "replaceUnready"' in annotations_go
+    diff = (PROVIDER_SOURCE / "provider/provider.go").read_text()
+    branch = diff[diff.index("if metadata.ReplaceUnready(newInputs) {") :]
+    branch = branch[: branch.index("deleteBeforeReplace :=")]
+    assert 'case newInputs.GetKind() == "Job":' in branch
+    assert "if !jobChecker.Ready(job) {" in branch
+    assert "replaces = append(replaces," in branch
+
+
+def test_the_proofs_pods_have_the_proof_priority_class_and_tolerate_every_taint_of_their_pools_nodes(
+    dev: ProgramRun,
+) -> None:
+    (priority,) = dev.by_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    assert priority.inputs["metadata"]["name"] == PRIORITY_CLASS
+    assert priority.inputs["preemptionPolicy"] == "PreemptLowerPriority"
+    assert priority.inputs["globalDefault"] is False
+    # Above ordinary pods, at most what the API server takes for a class that is not a system class.
+    assert 1_000_000 < priority.inputs["value"] <= 1_000_000_000
+    # Both are immutable in the API: a change replaces the class, delete first (it keeps its name).
+    assert set(priority.replace_on_changes) == {"value", "preemptionPolicy"} and priority.delete_before_replace
+    job = dev.one(JOB, "gpu-proof-main-job")
+    assert job.inputs["spec"]["template"]["spec"]["priorityClassName"] == PRIORITY_CLASS
+    assert priority.urn in job.dependencies  # the Priority admission plugin refuses a pod naming a missing class
+    settings = _settings(job)
+    assert settings.priority_class == PRIORITY_CLASS
+    groups = {
+        r.inputs["nodeLabels"][NODE_GROUP_LABEL]: r.inputs["nodeTaints"]
+        for r in dev.by_type("yandex:index/kubernetesNodeGroup:KubernetesNodeGroup")
+    }
+    cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
+    for pool in settings.pools:
+        for node in ("", f"{pool.pool}-node"):  # the pool's demand pod and a pinned one
+            pod = proof_pod(settings, pool, "run", {"name": "run", "uid": "u"}, node)
+            assert pod["spec"]["priorityClassName"] == PRIORITY_CLASS
+            taints = [parse_taint(text) for text in groups[pool.pool]] + [cordon]
+            untolerated = [t for t in taints if not any(tolerates(tol, t) for tol in pod["spec"]["tolerations"])]
+            assert not untolerated, (pool.pool, untolerated)
+    assert len(groups["v100"]) == 2  # the pool with a taint besides the GPU one is among them
+
+
+def test_on_bare_metal_the_proofs_pods_tolerate_every_taint_the_nodes_are_registered_with() -> None:
+    prod = run_program("prod")
+    (job,) = _proof_jobs(prod)
+    settings = _settings(job)
+    registered = {node["name"]: node["taints"] for node in stack_raw("prod")["bareMetal"]["nodes"]}
+    for pool in settings.pools:
+        pod = proof_pod(settings, pool, "run", {"name": "run", "uid": "u"}, pool.pool)
+        taints = [parse_taint(text) for text in registered[pool.pool]] + [Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")]
+        assert all(any(tolerates(tol, t) for tol in pod["spec"]["tolerations"]) for t in taints), pool.pool
+        assert pod["spec"]["priorityClassName"] == PRIORITY_CLASS

@@ -9,8 +9,9 @@ only by evidence that answers THIS request, re-read from the API on every pass (
 dies between two writes is simply repeated):
 
 1. the node is Ready and owned by the step's NVIDIADriver (``nvidia.com/gpu-operator.driver.owner``);
-2. exactly one driver pod runs there, controlled by a DaemonSet (not the ClusterPolicy's orphan), Ready, from
-   its DaemonSet's current template (``pod-template-generation`` = the template's generation), with the
+2. exactly one driver pod runs there, controlled by a DaemonSet (not the ClusterPolicy's orphan), Ready, current
+   as the operator's upgrade controller judges it (its ``controller-revision-hash`` is the one of its DaemonSet's
+   newest ControllerRevision: k8s-operator-libs ``podInSyncWithDS``, ``current_revisions`` below), with the
    declared image and version;
 3. GPU Feature Discovery reports the declared version on the node (``nvidia.com/cuda.driver-version.full``);
    (1-3 only where the operator installs the driver)
@@ -19,6 +20,12 @@ dies between two writes is simply repeated):
 5. a CUDA pod pinned to the node, holding one GPU of the pool, first waits for ``nvidia-smi`` to report the
    declared version on every GPU (where one is declared) and then runs the vectorAdd sample, and succeeded in
    this run.
+
+The CUDA pods run with the proof's PriorityClass (they may preempt an ordinary GPU pod on a full node), tolerate
+the pool's taints and a cordon (``node.kubernetes.io/unschedulable``: a cordoned node is proven too, and the
+operator's upgrade controller keeps a node cordoned while it upgrades it). Every pass deletes the CUDA pods of
+the step's other runs (an earlier pod of the Job, or a failed Job that ``pulumi up`` replaced): they would hold
+the GPUs this run needs.
 
 Nodes are listed by the pool's own selector on every pass, so a node the autoscaler adds during the step is
 included, and a node without the driver-group label is caught instead of skipped. A pool with no node yet gets
@@ -33,9 +40,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from components.catalog import gpu_operator_upgrade as upgrade
 from components.catalog import nvidia_driver as crd
 from components.catalog.names import PROOF_NODE_ANNOTATION, PROOF_RUN_LABEL, PROOF_STEP_LABEL
-from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS
+from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS, UNSCHEDULABLE_TAINT
 from components.node_agent.agent import objects
 from components.node_agent.agent.kube import ApiError
 
@@ -48,6 +56,8 @@ class ProofApi(Protocol):
     def list_namespaced_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
     def list_daemon_sets(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
+    def list_controller_revisions(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
     def create_pod(self, namespace: str, pod: dict[str, Any]) -> None: ...
 
@@ -82,7 +92,10 @@ class PoolProof:
 
 @dataclass(frozen=True)
 class ProofSettings:
-    """The step: its pools, where the proof pods run, the CUDA image, and how long the step may take."""
+    """The step: its pools, where the proof pods run, the CUDA image, and how long the step may take.
+
+    ``priority_class``: the PriorityClass of the CUDA pods (the component's, ``components.smoke_test.proof``).
+    """
 
     step: str
     namespace: str
@@ -91,6 +104,7 @@ class ProofSettings:
     pools: tuple[PoolProof, ...]
     deadline_seconds: float = 1800.0
     poll_seconds: float = 15.0
+    priority_class: str = ""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProofSettings:
@@ -136,25 +150,43 @@ def _node_ready(node: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _generation_current(pod: dict[str, Any], daemon_sets: dict[str, dict[str, Any]]) -> bool:
-    """The pod comes from its DaemonSet's current template (k8s-operator-libs: pod-template-generation).
+def current_revisions(api: ProofApi, namespace: str, daemon_sets: list[dict[str, Any]]) -> dict[str, str]:
+    """DaemonSet name -> the ``controller-revision-hash`` its current pods carry ("" when it has no revision).
 
-    The template's generation is the DaemonSet's ``deprecated.daemonset.template.generation`` annotation (apps/v1
-    keeps ``spec.templateGeneration`` there; Kubernetes ``pkg/registry/apps/daemonset/strategy.go`` bumps it only
-    when the template changes, while ``metadata.generation`` also moves on other spec changes); its
-    ``metadata.generation`` where the annotation is missing.
+    As the operator's upgrade controller asks it (k8s-operator-libs ``pkg/upgrade/pod_manager.go``
+    ``GetDaemonsetControllerRevisionHash``): the ControllerRevisions of the DaemonSet's namespace selected by its
+    ``spec.selector.matchLabels``, then by the name prefix; the newest by ``.revision`` (``revision_hash``).
+    Not ``pod-template-generation``: after a rollback (A, B, A) the DaemonSet controller makes the revision of A
+    the newest again, so the pods of A are current, while the template's generation never matches them again.
     """
-    owner = daemon_sets.get(objects.owner_name(pod))
-    if owner is None:
-        return False
-    generation = objects.annotations_of(owner).get(crd.TEMPLATE_GENERATION_ANNOTATION) or str(
-        (owner.get("metadata") or {}).get("generation", "")
-    )
-    return objects.labels(pod).get(crd.POD_TEMPLATE_GENERATION_LABEL, "") == generation
+    hashes: dict[str, str] = {}
+    for daemon_set in daemon_sets:
+        match = ((daemon_set.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        revisions = api.list_controller_revisions(namespace, selector_text(match))
+        found = [(objects.name(r), int(r.get("revision") or 0)) for r in revisions]
+        hashes[objects.name(daemon_set)] = upgrade.revision_hash(objects.name(daemon_set), found)
+    return hashes
+
+
+def _revision_lag(pod: dict[str, Any], revisions: dict[str, str]) -> str:
+    """Why the pod is not from its DaemonSet's newest revision ("" when it is), as ``podInSyncWithDS`` judges."""
+    owner = objects.owner_name(pod)
+    if owner not in revisions:
+        return f"driver pod {objects.name(pod)} belongs to DaemonSet {owner}, which is not there"
+    newest = revisions[owner]
+    if not newest:
+        return f"DaemonSet {owner} of driver pod {objects.name(pod)} has no ControllerRevision"
+    found = objects.labels(pod).get(upgrade.CONTROLLER_REVISION_HASH_LABEL, "")
+    if found != newest:
+        return (
+            f"driver pod {objects.name(pod)} is from revision {found or 'none'} of its DaemonSet, "
+            f"not the newest ({newest})"
+        )
+    return ""
 
 
 def driver_evidence(
-    node: dict[str, Any], driver_pods: list[dict[str, Any]], daemon_sets: dict[str, dict[str, Any]], pool: PoolProof
+    node: dict[str, Any], driver_pods: list[dict[str, Any]], revisions: dict[str, str], pool: PoolProof
 ) -> str:
     """Why the node's driver is not (yet) the declared one; "" when the operator's side says it is."""
     labels = objects.labels(node)
@@ -178,8 +210,9 @@ def driver_evidence(
     image = objects.container_image(pod.get("spec") or {}, crd.DRIVER_CONTAINER)
     if not image.startswith(pool.driver_image):
         return f"driver pod {objects.name(pod)} runs {image or 'no driver container'}, not {pool.driver_version}{note}"
-    if not _generation_current(pod, daemon_sets):
-        return f"driver pod {objects.name(pod)} is from an older template of its DaemonSet{note}"
+    lag = _revision_lag(pod, revisions)
+    if lag:
+        return f"{lag}{note}"
     if not objects.pod_ready(pod):
         return f"driver pod {objects.name(pod)} is not Ready{note}"
     reported = labels.get(crd.GFD_DRIVER_VERSION_LABEL, "")
@@ -225,6 +258,13 @@ def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[st
     on every GPU, then vectorAdd runs. Owned by the proof's own pod, so the garbage collector removes them.
     """
     limits = {pool.resource: "1"}
+    # The pool's taints, and a cordon: kubelet admits the pod on a cordoned node and the scheduler's
+    # NodeUnschedulable filter lets it through with this toleration (an upgrade or a person's cordon must not
+    # keep a node from being proven).
+    tolerations = [dict(t) for t in pool.tolerations]
+    cordon = {"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+    if cordon not in tolerations:
+        tolerations.append(cordon)
     affinity: dict[str, Any] = {}
     if node:
         term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
@@ -233,7 +273,7 @@ def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[st
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeSelector": dict(pool.selector),
-        "tolerations": [dict(t) for t in pool.tolerations],
+        "tolerations": tolerations,
         "containers": [
             {"name": "vectoradd", "image": settings.image, "resources": {"limits": limits}, "securityContext": security}
         ],
@@ -254,6 +294,8 @@ def proof_pod(settings: ProofSettings, pool: PoolProof, run: str, owner: dict[st
         ]
     if affinity:
         spec["affinity"] = affinity
+    if settings.priority_class:
+        spec["priorityClassName"] = settings.priority_class
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -285,11 +327,19 @@ class Proof:
         """Read everything, start the CUDA pods that are missing, and judge every node."""
         settings = self.settings
         key, value = crd.DRIVER_POD_COMPONENT
-        driver_pods = self.api.list_namespaced_pods(settings.operator_namespace, f"{key}={value}")
-        daemon_sets = {
-            objects.name(ds): ds for ds in self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
-        }
-        mine = self.api.list_namespaced_pods(settings.namespace, f"{PROOF_RUN_LABEL}={self.run}")
+        revisions: dict[str, str] = {}
+        if any(pool.driver_version for pool in settings.pools):
+            driver_pods = self.api.list_namespaced_pods(settings.operator_namespace, f"{key}={value}")
+            owners = {objects.owner_name(p) for p in driver_pods if objects.owner_kind(p) == "DaemonSet"}
+            daemon_sets = self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
+            revisions = current_revisions(
+                self.api, settings.operator_namespace, [ds for ds in daemon_sets if objects.name(ds) in owners]
+            )
+        else:
+            driver_pods = []
+        step_pods = self.api.list_namespaced_pods(settings.namespace, f"{PROOF_STEP_LABEL}={settings.step}")
+        self._delete_other_runs(step_pods)
+        mine = [p for p in step_pods if objects.labels(p).get(PROOF_RUN_LABEL) == self.run]
         verdict = Verdict()
         for pool in settings.pools:
             nodes = sorted(self.api.list_nodes(selector_text(pool.selector)), key=objects.name)
@@ -299,10 +349,18 @@ class Proof:
                 continue
             for node in nodes:
                 name = objects.name(node)
-                why = driver_evidence(node, driver_pods, daemon_sets, pool) if pool.driver_version else ""
+                why = driver_evidence(node, driver_pods, revisions, pool) if pool.driver_version else ""
                 why = why or mig_evidence(node, pool)
                 verdict.nodes[name] = why or self._cuda_evidence(pool, name, mine)
         return verdict
+
+    def _delete_other_runs(self, step_pods: list[dict[str, Any]]) -> None:
+        """Delete the CUDA pods of the step's other runs: an earlier pod of this Job, or the Job a failed proof left
+        (``pulumi up`` replaces a failed proof Job, and a failed run keeps its pods for their logs). Each holds a GPU
+        of a node this run must prove, or waits for one. Every pass, so a failed delete is simply repeated."""
+        for pod in step_pods:
+            if objects.labels(pod).get(PROOF_RUN_LABEL) != self.run and not objects.terminating(pod):
+                self._delete(objects.name(pod), "; it is of an earlier run of this step")
 
     def _cuda_evidence(self, pool: PoolProof, node: str, mine: list[dict[str, Any]]) -> str:
         """ "" once a CUDA pod of this run succeeded on ``node``; otherwise start one (or replace a failed one)."""
