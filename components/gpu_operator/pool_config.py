@@ -52,7 +52,13 @@ class UpgradePolicy(ConfigModel):
 
     auto_upgrade: bool = True
     max_parallel_upgrades: int = Field(default=1, ge=0, description="nodes upgraded at once; 0: no limit")
-    max_unavailable: str | int = Field(default="25%", description="a number or a percentage of the pool's nodes")
+    max_unavailable: str | int = Field(
+        default="25%",
+        description="a number, or a percentage (rounded up) of every node under this driver (its NVIDIADriver's "
+        "pools; the whole cluster for the ClusterPolicy's one driver); cordoned and NotReady nodes count, the node "
+        "agent's too, so on a pool the agent maintains it may not allow more nodes than nodeAgent.maxUnavailable "
+        "(refused)",
+    )
     gpu_pod_deletion: PodDeletion = PodDeletion()
     drain: Drain = Drain()
     wait_for_completion: WaitForCompletion = WaitForCompletion()

@@ -33,7 +33,9 @@ class NodeAgentConfig(ConfigModel):
     namespace: str = "gpu-platform-system"
     max_unavailable: int | str = Field(
         default=1,
-        description="nodes of one pool in maintenance at once: a number >= 1 or a percentage such as '10%'",
+        description="nodes of one pool in maintenance at once: a number >= 1 or a percentage such as '10%' (rounded "
+        "up); one budget with the GPU Operator's upgrade controller, whose nodes count here and which stops only at "
+        "its own driver.upgradePolicy.maxUnavailable: a config where that allows more of the pool's nodes is refused",
     )
     mig_layout: bool = Field(
         default=False,

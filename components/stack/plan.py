@@ -38,6 +38,7 @@ from components.observability.plan import ObservabilityPlan, StackFacts, plan_ob
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.config import StackConfig
 from components.stack.pools import driver_requests, gpu_pools, mig_requests
+from components.stack.shared_budget import shared_budget_problems
 
 
 @dataclass(frozen=True)
@@ -199,8 +200,11 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
         host_configures_containerd=host_configures_containerd,
         smoke_image_cuda=stack.smoke_test.image_cuda if stack.smoke_test.enabled else None,
     )
-    driver, driver_problems = plan_driver(stack.gpu_operator, pools, context, driver_requests(stack))
+    requests = driver_requests(stack)
+    driver, driver_problems = plan_driver(stack.gpu_operator, pools, context, requests)
     problems.extend(driver_problems)
+    if driver is not None:
+        problems.extend(shared_budget_problems(stack, _agent_pools(stack, pools, mig), driver, requests))
     problems.extend(extra_values_problems(stack.gpu_operator))
     problems.extend(mig_problems)
     # What the pools advertise is known only once every MIG layout and the strategy are valid.
