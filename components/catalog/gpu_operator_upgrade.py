@@ -24,7 +24,9 @@ DRIVER_COMPONENT: Final = "nvidia-driver"
 #: The ``app`` label of the ClusterPolicy's one driver DaemonSet and its pods.
 CLUSTER_POLICY_DRIVER_APP: Final = "nvidia-driver-daemonset"
 #: The ``app`` label of an NVIDIADriver's DaemonSets: ``nvidia-<driverType>-driver-<os>-<hash>``
-#: (``internal/state/driver.go`` ``getDriverAppName``; the hash is of the CR's UID and the node pool's kernel).
+#: (``internal/state/driver.go`` ``getDriverAppName``; the hash is of the CR's UID and the node pool's kernel; a
+#: name over 63 characters has its prefix cut so that the hash stays whole). The agent never builds this name: it
+#: finds the DaemonSets by :data:`DRIVER_COMPONENT_LABEL`.
 NVIDIADRIVER_APP_FORMAT: Final = "nvidia-{driver_type}-driver-{os}-{hash}"
 #: The driver container, in both modes.
 DRIVER_CONTAINER: Final = "nvidia-driver-ctr"

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from components.catalog.gpu_operator_upgrade import UPGRADE_STATE_LABEL, UpgradeState
 from components.catalog.names import MIG_CONFIG_STATE_LABEL as MIG_CONFIG_STATE_LABEL
+from components.catalog.node_agent import MIG_STATE_FAILED
 
 
 class FieldGroup(StrEnum):
@@ -237,13 +239,13 @@ def alerting_xids() -> tuple[int, ...]:
 
 
 # Node labels whose values the alerts read. NVIDIA's mig-manager writes nvidia.com/mig.config.state
-# (names.MIG_CONFIG_STATE_LABEL: pending, rebooting, success, failed; NVIDIA/mig-parted
-# deployments/gpu-operator/reconfigure-mig.sh).
-MIG_CONFIG_STATE_FAILED: Final = "failed"
-# The GPU Operator's upgrade controller writes nvidia.com/gpu-driver-upgrade-state
-# (NVIDIA/k8s-operator-libs pkg/upgrade/consts.go: UpgradeStateLabelKeyFmt with "gpu", UpgradeStateFailed).
-DRIVER_UPGRADE_STATE_LABEL: Final = "nvidia.com/gpu-driver-upgrade-state"
-DRIVER_UPGRADE_STATE_FAILED: Final = "upgrade-failed"
+# (names.MIG_CONFIG_STATE_LABEL: pending, rebooting, success, failed; mig-parted v0.15.0
+# pkg/mig/reconfigure/reconfigure.go ``migStateFailed``).
+MIG_CONFIG_STATE_FAILED: Final = MIG_STATE_FAILED
+# The GPU Operator's upgrade controller writes nvidia.com/gpu-driver-upgrade-state (gpu_operator_upgrade, with
+# its source).
+DRIVER_UPGRADE_STATE_LABEL: Final = UPGRADE_STATE_LABEL
+DRIVER_UPGRADE_STATE_FAILED: Final = UpgradeState.FAILED.value
 
 # kube-state-metrics (https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/):
 # kube_node_labels exposes only the node labels named in --metric-labels-allowlist, each as
