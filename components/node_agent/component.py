@@ -44,6 +44,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/controller/decide.py",
     "components/node_agent/agent/controller/main.py",
     "components/node_agent/agent/controller/reconcile.py",
+    "components/node_agent/agent/controller/smoke.py",
     "components/node_agent/agent/controller/view.py",
     "components/node_agent/agent/controller/work.py",
     "components/node_agent/agent/executor/__init__.py",

@@ -24,7 +24,6 @@ from typing import Any
 
 from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.node_agent import (
-    AGENT_IMAGE,
     DETAIL_ANNOTATION,
     FLOW_LABEL,
     GPU_DEPLOY_DRIVER_LABEL,
@@ -44,10 +43,8 @@ from components.catalog.node_agent import (
     RECORD_ANNOTATION,
     REQUEST_ANNOTATION,
     SLOT_STATES,
-    SMOKE_LABEL,
     STATE_LABEL,
     TOUCHED_STATES,
-    UNSCHEDULABLE_TAINT,
     UPGRADE_SKIP_LABEL,
     Flow,
     Outcome,
@@ -67,6 +64,7 @@ from components.node_agent.agent.controller.actions import (
     Evict,
     PatchNode,
 )
+from components.node_agent.agent.controller.smoke import smoke_name, smoke_pod
 from components.node_agent.agent.controller.view import NodeView, PoolView, Record, driver_pod_problem
 from components.node_agent.agent.controller.work import (
     HOST_DRIVER_KINDS,
@@ -746,48 +744,6 @@ def _mig_recovering(view: NodeView, record: Record, work: Work, ctx: Context) ->
     if ctx.now - record.since > ctx.settings.mig_timeout_seconds:
         return _fail_touched(view, record, Reason.MIG_TIMEOUT, "no answer to the toggle in time", ctx)
     return []
-
-
-def smoke_name(view: NodeView, record: Record, index: int) -> str:
-    return f"node-agent-smoke-{view.uid[:18]}-{record.attempt}-{index}"
-
-
-def smoke_pod(view: NodeView, record: Record, index: int, resource: str, namespace: str) -> dict[str, Any]:
-    """A pod bound to the node, asking for one device of ``resource``; unprivileged, no token, no volumes."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": smoke_name(view, record, index),
-            "namespace": namespace,
-            "labels": {SMOKE_LABEL: view.uid},
-        },
-        "spec": {
-            "nodeName": view.name,
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "tolerations": [
-                {"key": UNSCHEDULABLE_TAINT, "operator": "Exists", "effect": "NoSchedule"},
-                {"key": MIG_PENDING_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
-            ],
-            "containers": [
-                {
-                    "name": "smoke",
-                    "image": AGENT_IMAGE,
-                    "command": ["nvidia-smi", "-L"],
-                    "resources": {"limits": {resource: 1}},
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                        "privileged": False,
-                        "runAsNonRoot": True,
-                        "runAsUser": 65534,
-                    },
-                }
-            ],
-        },
-    }
 
 
 def _smoke_testing(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
