@@ -108,6 +108,7 @@ class Reason(StrEnum):
     REBOOT_PENDING = "reboot-pending"  #: allowReboot is false: /run/reboot-required written, waiting for a reboot
     OPERATOR_UPGRADING = "operator-upgrading"  #: the GPU Operator's upgrade controller holds the node: not now
     FENCING = "fencing-operator"  #: the operator's skip label is written; the cordon follows once it is seen
+    SLOT_REFUSED = "slot-refused"  #: creating the node's Lease was refused (a quota, a webhook): see the detail
     # refused (nothing changed)
     PACKAGE_MANAGED = "package-managed"  #: dpkg/rpm owns the driver: not ours to remove
     MIXED_INSTALL = "mixed-install"  #: .run install records and package-owned files: a human must look
@@ -131,6 +132,7 @@ class Reason(StrEnum):
     UNKNOWN_STATE = "unknown-state"  #: the state label holds a value this controller does not know
     EXECUTOR_LOST = "executor-lost"  #: the node's executor did not answer a host step in time
     HOST_STEP_FAILED = "host-step-failed"  #: the executor could not record the step on the host (disk full)
+    UNKNOWN_REPORT = "unknown-report"  #: the executor's report is malformed or names a reason/outcome not known here
 
 
 #: Reasons that go with State.FAILED on a touched node: the pool's rollout halts on them.
@@ -149,6 +151,7 @@ TOUCHED_FAILURES: Final = frozenset(
         Reason.UNKNOWN_STATE,
         Reason.EXECUTOR_LOST,
         Reason.HOST_STEP_FAILED,
+        Reason.UNKNOWN_REPORT,
     }
 )
 REFUSALS: Final = frozenset(
@@ -173,6 +176,7 @@ WAIT_REASONS: Final = frozenset(
         Reason.REBOOT_PENDING,
         Reason.OPERATOR_UPGRADING,
         Reason.FENCING,
+        Reason.SLOT_REFUSED,
     }
 )
 
@@ -204,10 +208,14 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition(State.WAITING_SLOT, State.REFUSED, "a new inspection refuses"),
     Transition(State.CORDONED, State.EVICTING, "eviction of the node's GPU pods starts"),
     Transition(
-        State.CORDONED, State.WAITING_SLOT, "operator-upgrading: the operator took it before it was touched: released"
+        State.CORDONED,
+        State.WAITING_SLOT,
+        "released untouched: operator-upgrading (the operator took it) or rollout-halted (another node failed)",
     ),
     Transition(
-        State.EVICTING, State.WAITING_SLOT, "operator-upgrading: the operator took it before it was touched: released"
+        State.EVICTING,
+        State.WAITING_SLOT,
+        "released untouched: operator-upgrading (the operator took it) or rollout-halted (another node failed)",
     ),
     Transition(State.CORDONED, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
     Transition(State.EVICTING, State.IDLE, "the work went away before touching: uncordoned, Lease deleted"),
@@ -238,9 +246,14 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     Transition(State.REFUSED, State.WAITING_SLOT, "the refusal no longer holds (e.g. space freed)"),
     Transition(State.REFUSED, State.IDLE, "the work went away"),
     Transition(State.REFUSED, State.CORDONED, "the refusal no longer holds, and room in the budget"),
+    Transition(
+        State.FAILED,
+        State.IDLE,
+        "a person asked for a retry (the retry annotation): given back as before the first attempt, halt cleared",
+    ),
 )
 #: Failures reachable from every touched state, not listed above one by one.
-ANY_STATE_FAILURES: Final = (Reason.NODE_DELETED, Reason.UNKNOWN_STATE, Reason.EXECUTOR_LOST)
+ANY_STATE_FAILURES: Final = (Reason.NODE_DELETED, Reason.UNKNOWN_STATE, Reason.EXECUTOR_LOST, Reason.UNKNOWN_REPORT)
 
 
 class Step(StrEnum):
@@ -328,6 +341,9 @@ CONTROLLER_LABELS: Final = (
     UPGRADE_SKIP_LABEL,
     *OPERAND_DEPLOY_LABELS,
 )
+#: A person asks for another attempt of a failed node with this annotation (any new value): the controller gives
+#: the node back as it was before the first attempt (its cordon, the skip label), clears the halt, and starts over.
+RETRY_ANNOTATION: Final = f"{AGENT_PREFIX}retry"
 #: Every annotation key the controller may change on a Node: its own, and the operator's initial-state note, which
 #: it removes when the operator wrote it only because the controller's own cordon was there (see
 #: docs/node-agent.md, "Sharing nodes with the GPU Operator").
@@ -335,6 +351,7 @@ CONTROLLER_ANNOTATIONS: Final = (
     RECORD_ANNOTATION,
     DETAIL_ANNOTATION,
     REQUEST_ANNOTATION,
+    RETRY_ANNOTATION,
     operator.UPGRADE_INITIAL_STATE_ANNOTATION,
 )
 #: The one annotation an executor may change, on its own Node only.
@@ -359,6 +376,13 @@ LEASE_NODE_ANNOTATION: Final = f"{AGENT_PREFIX}node"
 LEASE_TOUCHED_ANNOTATION: Final = f"{AGENT_PREFIX}touched"
 #: Lease annotation naming the reason a touched node failed: the pool halts until an operator deletes the Lease.
 LEASE_FAILED_ANNOTATION: Final = f"{AGENT_PREFIX}failed"
+#: Lease annotations that keep whose cordon it is where no edit of the node can reach: whether the node was
+#: unschedulable before the controller cordoned it (written before the cordon), and that the controller's cordon
+#: landed (written once the node is seen in maintenance with the controller's record).
+LEASE_WAS_UNSCHEDULABLE_ANNOTATION: Final = f"{AGENT_PREFIX}was-unschedulable"
+LEASE_CORDONED_ANNOTATION: Final = f"{AGENT_PREFIX}cordoned"
+#: Lease annotation: the controller set the GPU Operator's skip label on the node (so it removes it at the end).
+LEASE_FENCED_ANNOTATION: Final = f"{AGENT_PREFIX}fenced"
 #: Node label naming the node's pool (set by the program: node group / bare-metal pool).
 POOL_LABEL: Final = NODE_GROUP_LABEL
 
@@ -368,8 +392,13 @@ def node_lease_name(uid: str) -> str:
     return f"{NODE_LEASE_PREFIX}{uid}"
 
 
+def retry_command(node: str) -> str:
+    """The documented command a person runs, after fixing a failed node: another attempt, the halt cleared."""
+    return f'kubectl annotate node {node} --overwrite {RETRY_ANNOTATION}="$(date -u +%FT%TZ)"'
+
+
 def clear_command(namespace: str, uid: str) -> str:
-    """The documented command an operator runs, after fixing the node, to end the halt its Lease holds."""
+    """The command that ends the halt of a node that is gone (no node left to retry): delete its Lease."""
     return f"kubectl -n {namespace} delete lease {node_lease_name(uid)}"
 
 

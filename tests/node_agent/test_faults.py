@@ -726,7 +726,7 @@ def test_reason_and_detail_are_on_the_node_for_operators() -> None:
     done(world)
     node = world.node("node-000")
     assert objects.labels(node)[REASON_LABEL] == Reason.UNINSTALL_FAILED
-    assert "delete lease node-agent-" in objects.annotations_of(node)[DETAIL_ANNOTATION]
+    assert "gpu-platform.io/node-agent.retry=" in objects.annotations_of(node)[DETAIL_ANNOTATION]  # the retry to run
 
 
 @proves("I5")

@@ -64,7 +64,8 @@ class Faults:
     """Which calls fail. ``rate``: each call fails with this probability; ``script``: call number -> kind.
 
     Kinds: ``503`` (not applied), ``timeout`` (not applied, no answer), ``timeout-after`` (applied, no
-    answer: the caller cannot know it happened), ``409`` (a conflicting writer got in first: not applied).
+    answer: the caller cannot know it happened), ``409`` (a conflicting writer got in first: not applied), ``403``
+    (refused: a quota, an admission webhook; only when a test asks for it).
     """
 
     rate: float = 0.0
@@ -195,6 +196,8 @@ class Client:
             raise ApiError(0, "timed out (injected)")
         if kind == "409":
             raise ApiError(409, "the object has been modified (injected)")
+        if kind == "403":
+            raise ApiError(403, "admission webhook denied the request: quota exceeded (injected)")
         self.api.caller = self.caller
         try:
             result = apply()

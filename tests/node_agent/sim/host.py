@@ -58,6 +58,7 @@ class SimHost(RealHost):
         self.stuck_module = False  #: the module loads again at every boot (initramfs): module-stuck
         self.ignore_reboot = False  #: ``systemctl reboot`` returns 0 and nothing happens
         self.leave_files = False  #: the uninstaller leaves a driver file behind (files-remain)
+        self.persistenced = False  #: the host driver's nvidia-persistenced runs (a .run install sets it up)
         self.install(install)
 
     def install(self, kind: str) -> None:
@@ -65,6 +66,7 @@ class SimHost(RealHost):
         if kind in ("run", "mixed"):
             self.files |= set(RUN_FILES)
             self.host_modules = True
+            self.persistenced = True
         if kind in ("package", "mixed"):
             self.files |= {HOST_DRIVER_FILES[0], HOST_DRIVER_FILES[1]}
             self.owned |= {HOST_DRIVER_FILES[0], HOST_DRIVER_FILES[1]}
@@ -101,9 +103,16 @@ class SimHost(RealHost):
         return ""
 
     def gpu_in_use(self) -> str:
+        """A process with a GPU device open: the host's nvidia-persistenced while it runs (it opens every device to
+        keep the driver loaded, its ``--persistence-mode`` default), else a pod's process."""
+        if self.persistenced:
+            return "812 nvidia-persistenced"
         return self.gpu_busy()
 
-    def stop_and_unload(self) -> None:
+    def stop_services(self) -> None:
+        self.persistenced = False
+
+    def unload_modules(self) -> None:
         if not self.modules_busy:
             self.host_modules = False
 
@@ -148,4 +157,5 @@ class SimHost(RealHost):
         self.host_modules = (
             self.stuck_module or HOST_DRIVER_FILES[0] in self.files or HOST_DRIVER_FILES[1] in self.files
         )
+        self.persistenced = HOST_DRIVER_FILES[0] in self.files  # its unit starts again with the driver's files
         self.modules_busy = self.stuck_module

@@ -470,7 +470,9 @@ class World:
             uid = objects.name(old).removeprefix(NODE_LEASE_PREFIX)
             if new is None:
                 node = self.node_by_uid(uid)
-                if node is None or objects.labels(node).get(STATE_LABEL) != State.DONE:
+                state = objects.labels(node).get(STATE_LABEL) if node is not None else None
+                retried = state == State.IDLE and objects.annotations_of(old).get(LEASE_FAILED_ANNOTATION)
+                if state != State.DONE and not retried:  # a halt is cleared only by a retry a person asked for
                     self.metrics.violate("I4", f"touched lease {key} deleted while its node is not done")
             elif objects.annotations_of(new).get(LEASE_NODE_ANNOTATION) != objects.annotations_of(old).get(
                 LEASE_NODE_ANNOTATION

@@ -36,6 +36,9 @@ class CreateLease(Action):
     pool: str
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
+    #: Written on the node when the API refuses the Lease (a quota, a webhook), with the refusal appended to its
+    #: detail: a slot that could not be taken leaves its trace where people look.
+    on_refused: PatchNode | None = None
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,11 @@ from components.catalog.node_agent import (
     DETAIL_ANNOTATION,
     FLOW_LABEL,
     GPU_DEPLOY_DRIVER_LABEL,
+    LEASE_CORDONED_ANNOTATION,
     LEASE_FAILED_ANNOTATION,
+    LEASE_FENCED_ANNOTATION,
     LEASE_TOUCHED_ANNOTATION,
+    LEASE_WAS_UNSCHEDULABLE_ANNOTATION,
     MIG_DESIRED_LABEL,
     MIG_LABEL,
     MIG_PENDING_TAINT_KEY,
@@ -42,6 +45,7 @@ from components.catalog.node_agent import (
     REASON_LABEL,
     RECORD_ANNOTATION,
     REQUEST_ANNOTATION,
+    RETRY_ANNOTATION,
     SLOT_STATES,
     STATE_LABEL,
     TOUCHED_STATES,
@@ -52,6 +56,7 @@ from components.catalog.node_agent import (
     State,
     Step,
     node_lease_name,
+    retry_command,
 )
 from components.node_agent.agent import objects
 from components.node_agent.agent.controller.actions import (
@@ -189,6 +194,9 @@ def _event(view: NodeView, reason: str, message: str, warning: bool = False) -> 
 def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
     state, now = view.state, ctx.now
     if state == State.FAILED:
+        retry = view.annotations.get(RETRY_ANNOTATION)
+        if retry:
+            return _retry(view, retry)
         return _restore_operands(view)
     if state == State.DONE and view.record is not None and view.record.flow == Flow.DRIVER_HANDOVER:
         facts = work.facts or {}
@@ -269,6 +277,25 @@ def _budget_detail(view: NodeView, pool: PoolView | None) -> str:
     )
 
 
+def _retry(view: NodeView, asked: str) -> list[Action]:
+    """A person fixed a failed node and asked for another attempt: the node is given back as it was before the
+    first attempt (uncordoned if it was schedulable, the skip label the controller set removed), the halt its Lease
+    held is cleared, and the flow starts over from idle (the next pass inspects and admits it as any other)."""
+    record = view.record or Record(uid=view.uid)
+    spec = {} if _was_unschedulable(view, record) else {"unschedulable": False}
+    record, labels, notes = _release(view, record)
+    notes[RETRY_ANNOTATION] = None
+    labels[FLOW_LABEL] = None
+    detail = f"retry asked ({asked}): given back as before the attempt, the halt cleared; starting over"
+    actions: list[Action] = [
+        _move(view, record, State.IDLE, detail, labels=labels, annotations=notes, spec=spec),
+        _event(view, "Retry", f"{view.name}: {detail}"),
+    ]
+    if view.lease is not None:
+        actions.append(DeleteLease(node_lease_name(view.uid), str(view.lease["metadata"].get("resourceVersion", ""))))
+    return actions
+
+
 def _waiting_outside(view: NodeView, work: Work, detail: str, reason: Reason) -> list[Action]:
     """Waiting for a slot, said once (state waiting-slot, its reason, the flow)."""
     if view.state == State.WAITING_SLOT and view.labels.get(REASON_LABEL) == reason:
@@ -285,8 +312,11 @@ def _fence(view: NodeView, work: Work, ctx: Context) -> list[Action]:
     cannot start on a node the controller is about to take. The record notes that the controller set it.
     """
     actions: list[Action] = []
+    fenced_note = {LEASE_FENCED_ANNOTATION: "true"}
     if view.lease is None:
-        actions.append(CreateLease(node_lease_name(view.uid), view.pool, view.name))
+        actions.append(replace(_create_slot(view, work), annotations=fenced_note))
+    elif not objects.annotations_of(view.lease).get(LEASE_FENCED_ANNOTATION):
+        actions.append(AnnotateLease(node_lease_name(view.uid), fenced_note))
     previous = view.record or Record(uid=view.uid)
     record = replace(previous, uid=view.uid, flow=work.flow, fenced=True)
     detail = f"{operator.UPGRADE_SKIP_LABEL}=true written for {work.flow}: cordoned once it is seen on the node"
@@ -310,6 +340,29 @@ _NOTE_READ = frozenset(
 )
 
 
+def _was_unschedulable(view: NodeView, record: Record) -> bool:
+    """Whether the node was unschedulable before the controller cordoned it: the Lease's note once the controller's
+    cordon landed (no edit of the node reaches it), else the record's."""
+    notes = objects.annotations_of(view.lease or {})
+    if notes.get(LEASE_CORDONED_ANNOTATION) and LEASE_WAS_UNSCHEDULABLE_ANNOTATION in notes:
+        return notes[LEASE_WAS_UNSCHEDULABLE_ANNOTATION] == "true"
+    return record.was_unschedulable
+
+
+def _create_slot(view: NodeView, work: Work) -> CreateLease:
+    """The node's Lease, and what the node says if the API refuses it (the refusal is appended to the detail)."""
+    refused = _move(
+        view,
+        None,
+        State.WAITING_SLOT,
+        f"waiting: the Lease {node_lease_name(view.uid)} for {work.flow} was refused by the API",
+        reason=Reason.SLOT_REFUSED,
+        keep_request=True,
+        labels={FLOW_LABEL: work.flow},
+    )
+    return CreateLease(node_lease_name(view.uid), view.pool, view.name, on_refused=refused)
+
+
 def _release(view: NodeView, record: Record) -> tuple[Record, dict[str, str | None], dict[str, str | None]]:
     """What leaving maintenance gives back, in the same write: the skip label the controller set, and the
     operator's initial-state note when the operator wrote it only because the controller's cordon was there.
@@ -322,10 +375,11 @@ def _release(view: NodeView, record: Record) -> tuple[Record, dict[str, str | No
     """
     labels: dict[str, str | None] = {}
     notes: dict[str, str | None] = {}
-    if record.fenced and view.skip_label:
+    fenced = record.fenced or bool(objects.annotations_of(view.lease or {}).get(LEASE_FENCED_ANNOTATION))
+    if fenced and view.skip_label:
         labels[UPGRADE_SKIP_LABEL] = None
     if (
-        not record.was_unschedulable
+        not _was_unschedulable(view, record)
         and operator.UPGRADE_INITIAL_STATE_ANNOTATION in view.annotations
         and view.operator_state not in _NOTE_READ
     ):
@@ -364,16 +418,30 @@ def _drop_lease(view: NodeView) -> list[Action]:
 
 
 def _admit(view: NodeView, work: Work, ctx: Context) -> list[Action]:
-    """Take a slot: the Lease first (it counts against the budget), then cordon and record in one write."""
+    """Take a slot: the Lease first (it counts against the budget), then cordon and record in one write.
+
+    What the node was before (schedulable or not) is written in the Lease before the cordon and read from there
+    once the cordon landed: a person editing the state label or the record later cannot make the controller take
+    its own cordon for somebody else's."""
     actions: list[Action] = []
-    if view.lease is None:
-        actions.append(CreateLease(node_lease_name(view.uid), view.pool, view.name))
+    lease_notes = objects.annotations_of(view.lease or {})
+    if lease_notes.get(LEASE_CORDONED_ANNOTATION) and LEASE_WAS_UNSCHEDULABLE_ANNOTATION in lease_notes:
+        # The node is unschedulable by the controller's own cordon: its state or record was edited by hand
+        # since. What it was before stays what the Lease says, never what the node says now.
+        was_unschedulable = lease_notes[LEASE_WAS_UNSCHEDULABLE_ANNOTATION] == "true"
+    else:
+        was_unschedulable = view.unschedulable
+        note = {LEASE_WAS_UNSCHEDULABLE_ANNOTATION: str(was_unschedulable).lower()}
+        if view.lease is None:
+            actions.append(replace(_create_slot(view, work), annotations=note))
+        elif lease_notes.get(LEASE_WAS_UNSCHEDULABLE_ANNOTATION) != note[LEASE_WAS_UNSCHEDULABLE_ANNOTATION]:
+            actions.append(AnnotateLease(node_lease_name(view.uid), note))
     previous = view.record.attempt if view.record is not None else 0
     record = Record(
         uid=view.uid,
         flow=work.flow,
         attempt=previous + 1,
-        was_unschedulable=view.unschedulable,
+        was_unschedulable=was_unschedulable,
         since=ctx.now,
         target=work.target,
         fenced=view.record.fenced if view.record is not None else False,
@@ -411,11 +479,22 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
     touched = state in TOUCHED_STATES
     prelude: list[Action] = []
     lease = node_lease_name(view.uid)
+    ours = {
+        LEASE_CORDONED_ANNOTATION: "true",
+        LEASE_WAS_UNSCHEDULABLE_ANNOTATION: str(record.was_unschedulable).lower(),
+    }
     if view.lease is None:
-        notes = {LEASE_TOUCHED_ANNOTATION: "true"} if touched else {}
+        notes = {LEASE_TOUCHED_ANNOTATION: "true", **ours} if touched else ours
         prelude.append(CreateLease(lease, view.pool, view.name, notes))
-    elif touched and not view.lease_touched:
-        prelude.append(AnnotateLease(lease, {LEASE_TOUCHED_ANNOTATION: "true"}))
+    else:
+        lease_notes = objects.annotations_of(view.lease)
+        missing = {} if lease_notes.get(LEASE_CORDONED_ANNOTATION) else dict(ours)
+        if LEASE_WAS_UNSCHEDULABLE_ANNOTATION in lease_notes:
+            missing.pop(LEASE_WAS_UNSCHEDULABLE_ANNOTATION, None)  # written before the cordon: it stays
+        if touched and not view.lease_touched:
+            missing[LEASE_TOUCHED_ANNOTATION] = "true"
+        if missing:
+            prelude.append(AnnotateLease(lease, missing))
     recordon: dict[str, Any] = {}
     if not view.unschedulable:
         recordon = {"unschedulable": True}
@@ -424,6 +503,9 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
         )
     if view.operator_holds and not touched:
         return prelude + _yield_to_operator(view, record)
+    halted_by = ctx.pool.halted_by if ctx.pool is not None else ()
+    if halted_by and not touched and not view.lease_touched and not view.lease_failed:
+        return prelude + _stop_for_halt(view, record, halted_by)
     handler = _HANDLERS[state]
     actions = handler(view, record, work, ctx)
     if recordon:
@@ -432,6 +514,28 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
         else:
             actions = [_patch(view, "cordoned again", spec=recordon), *actions]
     return prelude + actions
+
+
+def _stop_for_halt(view: NodeView, record: Record, halted_by: tuple[str, ...]) -> list[Action]:
+    """The pool halted (a touched node failed) while this node was admitted but not yet touched: it stops before its
+    first change to the host or the MIG layout, is uncordoned if it was schedulable, and gives its slot back."""
+    spec = {} if _was_unschedulable(view, record) else {"unschedulable": False}
+    record, labels, notes = _release(view, record)
+    detail = f"stopped before any change: the pool {view.pool} is halted by {', '.join(halted_by)}"
+    actions: list[Action] = [
+        _move(
+            view,
+            record,
+            State.WAITING_SLOT,
+            detail,
+            reason=Reason.ROLLOUT_HALTED,
+            labels=labels,
+            annotations=notes,
+            spec=spec,
+        ),
+        _event(view, "Halted", f"{view.name}: {detail}", True),
+    ]
+    return actions + _delete_lease_after(view)
 
 
 def _yield_to_operator(view: NodeView, record: Record) -> list[Action]:
@@ -501,7 +605,7 @@ def _mig_work_gone(view: NodeView, record: Record, ctx: Context) -> bool:
 
 
 def _release_untouched(view: NodeView, record: Record, ctx: Context, detail: str) -> list[Action]:
-    spec = {} if record.was_unschedulable else {"unschedulable": False}
+    spec = {} if _was_unschedulable(view, record) else {"unschedulable": False}
     record, labels, notes = _release(view, record)
     actions: list[Action] = [_move(view, record, State.IDLE, detail, spec=spec, labels=labels, annotations=notes)]
     return actions + _delete_lease_after(view)
@@ -524,10 +628,12 @@ def _evicting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[
     settings, now = ctx.settings, ctx.now
     if _mig_work_gone(view, record, ctx):
         return _release_untouched(view, record, ctx, "the work went away before the node was touched: uncordoned")
-    if not view.gpu_pods:
+    timed_out = now - (record.evicting_since or record.since) > settings.eviction_timeout_seconds
+    if not view.gpu_pods and not (timed_out and view.labels.get(REASON_LABEL) == Reason.GPU_IN_USE):
         return _first_touch(view, record, work, ctx)
-    if now - (record.evicting_since or record.since) > settings.eviction_timeout_seconds:
-        detail = f"GPU pods did not leave within {int(settings.eviction_timeout_seconds)} s: {_gpu_pod_names(view)}"
+    if timed_out:
+        holders = _gpu_pod_names(view) or f"a host process ({view.annotations.get(DETAIL_ANNOTATION, '')})"
+        detail = f"the GPUs were not free within {int(settings.eviction_timeout_seconds)} s: {holders}"
         if view.lease_touched:  # the executor was asked once already: keep it cordoned, halt
             return _fail_touched(view, record, Reason.EVICTION_TIMEOUT, detail, ctx)
         return _fail_untouched(view, record, Reason.EVICTION_TIMEOUT, detail, ctx)
@@ -588,7 +694,7 @@ def _failed_or_lost(
 ) -> list[Action]:
     """A host step that failed (its reason, else ``default``) or got no answer within ``limit``: fail, halt."""
     if report is not None and report.get("outcome") == Outcome.FAILED.value:
-        reason = Reason(report.get("reason") or default)
+        reason = Reason(report.get("reason") or default)  # known: ``answer`` turns any other into unknown-report
         return _fail_touched(view, record, reason, str(report.get("detail", "")), ctx)
     if _report_timeout(record, limit, ctx):
         return _fail_touched(view, record, Reason.EXECUTOR_LOST, f"no answer to the {step} request", ctx)
@@ -766,7 +872,7 @@ def _smoke_testing(view: NodeView, record: Record, work: Work, ctx: Context) -> 
 
 def _finish(view: NodeView, record: Record, ctx: Context, detail: str) -> list[Action]:
     """Done in one write (state, uncordon if it was schedulable, taint removed), then the Lease goes."""
-    spec: dict[str, Any] = {} if record.was_unschedulable else {"unschedulable": False}
+    spec: dict[str, Any] = {} if _was_unschedulable(view, record) else {"unschedulable": False}
     if _has_mig_taint(view) and record.flow == Flow.MIG_LAYOUT:
         spec["taints"] = _without_mig_taint(view)
     record, labels, notes = _release(view, replace(record, since=ctx.now))
@@ -797,7 +903,8 @@ def _fail_touched(
     elif view.lease_failed != reason.value:
         actions.append(AnnotateLease(lease, notes))
     text = (
-        f"{reason.value}: {detail}; the pool {view.pool} halts until `kubectl -n {ctx.namespace} delete lease {lease}`"
+        f"{reason.value}: {detail}; the pool {view.pool} halts until the node is fixed and retried: "
+        f"`{retry_command(view.name)}`"
     )
     actions.append(_move(view, record, State.FAILED, text, reason=reason, labels=labels, spec=spec))
     actions.append(_event(view, "Failed", text, True))
@@ -806,7 +913,7 @@ def _fail_touched(
 
 def _fail_untouched(view: NodeView, record: Record, reason: Reason, detail: str, ctx: Context) -> list[Action]:
     """Failed before the host was touched: uncordoned if it was schedulable, the slot released; no halt."""
-    spec = {} if record.was_unschedulable else {"unschedulable": False}
+    spec = {} if _was_unschedulable(view, record) else {"unschedulable": False}
     record, labels, notes = _release(view, record)
     text = f"{reason.value}: {detail}"
     actions: list[Action] = [

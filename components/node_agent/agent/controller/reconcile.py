@@ -129,12 +129,16 @@ class Controller:
         sets = driver_daemon_sets(daemon_sets, revisions)
         views = build_views(nodes, pods, leases, settings.operator_namespace, sets, self.blocked, claims)
         pools = build_pools(views, leases, settings.budget)
-        works = {view.name: find_work(view, settings, now) for view in views}
+        works = {view.name: self._work(view, settings, now) for view in views}
         granted = grant(views, works, pools)
         blocked: set[str] = set()
         for view in sorted(views, key=lambda item: item.name):
             ctx = Context(settings, now, self.namespace, pools.get(view.pool), view.name in granted)
-            actions = decide(view, works[view.name], ctx)
+            try:
+                actions = decide(view, works[view.name], ctx)
+            except Exception as error:  # one node's unreadable data must not stop every pool
+                self.log.append(f"{view.name}: no decision ({type(error).__name__}: {error}); the others go on")
+                continue
             if settings.dry_run:
                 actions = dry_run(view, actions)
             self.perform(actions, blocked)
@@ -144,6 +148,13 @@ class Controller:
         self.perform(smoke_cleanup(views, pods, self.namespace), blocked)
         self.blocked = blocked
         return True
+
+    def _work(self, view: NodeView, settings: Settings, now: float) -> Work:
+        try:
+            return find_work(view, settings, now)
+        except Exception as error:  # as in ``decide``: contained to the node
+            self.log.append(f"{view.name}: no work read ({type(error).__name__}: {error})")
+            return Work()
 
     def _claims(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> objects.Claims:
         """The ResourceClaims, read only when a pod on a GPU node holds one; None when they cannot be read
@@ -173,10 +184,22 @@ class Controller:
                     continue  # an Event is best effort; the node's labels are the record
                 if isinstance(action, (CreateLease, CreatePod)) and error.status == 409:
                     continue  # already there: what we wanted
+                if isinstance(action, CreateLease) and action.on_refused is not None and error.status != 0:
+                    self._say_refused(action.on_refused, error)
                 if isinstance(action, (DeleteLease, DeletePod)) and error.status == 404:
                     continue  # already gone: what we wanted
                 self.log.append(f"{type(action).__name__}: {error}")
                 return
+
+    def _say_refused(self, patch: PatchNode, error: ApiError) -> None:
+        """The node says why it has no slot (best effort: the next pass tries the Lease, and says it, again)."""
+        body = json.loads(json.dumps(patch.patch))
+        notes = body["metadata"].setdefault("annotations", {})
+        notes[DETAIL_ANNOTATION] = f"{notes.get(DETAIL_ANNOTATION, '')}: {error.message}"[:1000]
+        try:
+            self._do(PatchNode(patch.node, body, patch.why))
+        except ApiError as failed:
+            self.log.append(f"PatchNode (slot refused): {failed}")
 
     def _do(self, action: Action) -> None:
         api, ns = self.api, self.namespace

@@ -49,13 +49,47 @@ class Work:
     facts: dict[str, Any] | None = None  #: the inspection that answers the current request
 
 
+_OUTCOMES = frozenset(outcome.value for outcome in Outcome)
+_REASONS = frozenset(reason.value for reason in Reason)
+
+
+def malformed(report: dict[str, Any]) -> str:
+    """Why an executor's report cannot be read by this controller ("" when it can).
+
+    An executor one version ahead (during an agent upgrade) may report an outcome or a reason this controller does
+    not know, and a hand edit can write anything: such a report fails its node with a clear reason, never the
+    controller (an exception here would stop every pool).
+    """
+    outcome, reason = report.get("outcome"), report.get("reason")
+    if outcome not in _OUTCOMES:
+        return f"outcome {outcome!r} is not one of {', '.join(sorted(_OUTCOMES))}"
+    if reason not in (None, "") and reason not in _REASONS:
+        return f"reason {reason!r} is not known to this controller"
+    if not isinstance(report.get("facts") or {}, dict):
+        return "facts is not an object"
+    if not isinstance(report.get("detail") or "", str):
+        return "detail is not a string"
+    return ""
+
+
 def answer(view: NodeView, step: Step) -> dict[str, Any] | None:
-    """The executor's report if it answers the controller's current request for ``step`` (same id)."""
+    """The executor's report if it answers the controller's current request for ``step`` (same id).
+
+    A malformed answer (``malformed``) comes back as a failed report with reason ``unknown-report``."""
     request, report = view.request, view.report
     if request.get("step") != step.value or not request.get("id"):
         return None
     if report.get("id") != request["id"] or report.get("step") != step.value:
         return None
+    problem = malformed(report)
+    if problem:
+        return {
+            "id": request["id"],
+            "step": step.value,
+            "outcome": Outcome.FAILED.value,
+            "reason": Reason.UNKNOWN_REPORT.value,
+            "detail": f"the executor's report cannot be read: {problem} (an executor of another version?)",
+        }
     return report
 
 

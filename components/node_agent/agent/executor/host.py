@@ -50,6 +50,11 @@ class HostFacts:
         return asdict(self)
 
 
+#: The host driver's services that hold GPU devices open (nvidia-persistenced: by design, to keep the driver
+#: loaded; fabricmanager and DCGM: while they run). The executor stops them before it judges GPU use.
+HOST_GPU_SERVICES = ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm")
+
+
 class Host(Protocol):
     """What the executor needs from a host (the real one below, a simulated one in the tests)."""
 
@@ -57,7 +62,9 @@ class Host(Protocol):
 
     def gpu_in_use(self) -> str: ...
 
-    def stop_and_unload(self) -> None: ...
+    def stop_services(self) -> None: ...
+
+    def unload_modules(self) -> None: ...
 
     def uninstall(self, timeout: float) -> tuple[int, str]: ...
 
@@ -186,9 +193,13 @@ class RealHost:
                     return f"{pid} {self._read(f'{self.proc}/{pid}/comm').strip()}"
         return ""
 
-    def stop_and_unload(self) -> None:
-        for service in ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"):
+    def stop_services(self) -> None:
+        """Stop the host driver's own services: nvidia-persistenced keeps every GPU device open by design, so a
+        GPU use is judged only after they are stopped (else the host's own daemon reads as a workload)."""
+        for service in HOST_GPU_SERVICES:
             self.run(self._nsenter("systemctl", "stop", service))
+
+    def unload_modules(self) -> None:
         for module in NVIDIA_MODULES:
             self.run(self._chroot("modprobe", "-r", module))
 

@@ -100,13 +100,16 @@ class Executor:
         facts = self.host.inspect()
         if facts.install == NONE and not facts.files_remain:
             return self._report(request, Outcome.OK, facts.to_json())
+        # The host's own GPU services first: nvidia-persistenced holds the devices open, and would read as a workload.
+        self.host.stop_services()
         busy = self.host.gpu_in_use()
         if busy:
-            return self._report(request, Outcome.NOT_STARTED, facts.to_json(), Reason.GPU_IN_USE, f"in use: {busy}")
+            detail = f"in use after the host's GPU services were stopped: {busy}"
+            return self._report(request, Outcome.NOT_STARTED, facts.to_json(), Reason.GPU_IN_USE, detail)
         error = self._mark(request)
         if error:
             return self._report(request, Outcome.FAILED, facts.to_json(), Reason.HOST_STEP_FAILED, error)
-        self.host.stop_and_unload()
+        self.host.unload_modules()
         rc, stderr = self.host.uninstall(self.uninstall_timeout)
         after = self.host.inspect().to_json()
         if rc != 0:
