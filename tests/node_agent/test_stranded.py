@@ -209,3 +209,103 @@ def test_a_refused_lease_says_why_on_the_node() -> None:
     done(world)
     assert world.state("node-000") == State.DONE
     assert not any(objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION) for lease in world.leases())
+
+
+# -- 2. writes fenced by leadership; 3. one clock --------------------------------------------------------------
+def _leader_changes(world: World) -> list[tuple[float, str]]:
+    changes: list[tuple[float, str]] = []
+
+    def watch(kind: str, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if kind == "leases" and key.endswith(f"/{CONTROLLER_LEASE}") and new is not None:
+            holder = new["spec"].get("holderIdentity", "")
+            if not changes or changes[-1][1] != holder:
+                changes.append((world.t, holder))
+
+    world.api.watchers.append(watch)
+    return changes
+
+
+@proves("I1", "I5")
+@pytest.mark.parametrize(
+    ("leader_skew", "other_skew"),
+    [(0.0, 300.0), (0.0, -300.0), (300.0, -300.0), (-300.0, 300.0)],
+    ids=["other-ahead", "other-behind", "leader-ahead-other-behind", "leader-behind-other-ahead"],
+)
+def test_a_replica_on_a_skewed_clock_never_takes_the_lease_from_a_live_leader(
+    leader_skew: float, other_skew: float
+) -> None:
+    world = World(nodes=3, flow="mig", budget="1", controller_skew=leader_skew)
+    changes = _leader_changes(world)
+    world.add_replica("controller-1", skew=other_skew)
+    done(world)
+    assert set(world.states().values()) == {State.DONE}
+    assert [holder for _, holder in changes] == ["controller-0"]
+
+
+@proves("I5")
+def test_a_replica_takes_over_from_a_leader_that_stopped() -> None:
+    world = World(nodes=2, flow="mig", budget="1")
+    changes = _leader_changes(world)
+    world.add_replica("controller-1", skew=-240.0)
+    world.run(40.0)
+    world.paused["controller-0"] = world.t + 24 * 3600.0  # gone for good
+    done(world)
+    assert set(world.states().values()) == {State.DONE}
+    assert [holder for _, holder in changes] == ["controller-0", "controller-1"]
+
+
+@proves("I1")
+def test_a_paused_leader_wakes_up_and_writes_nothing_with_its_old_view() -> None:
+    """controller-0 decides to admit a second node (budget 2), then freezes for a minute before writing; meanwhile
+    the budget is lowered to 1 and controller-1 takes over. Awake, controller-0 writes nothing at all with its old
+    view: not the node (a resourceVersion would also stop that), not a Lease, an eviction, a pod or an Event."""
+    world = World(nodes=3, flow="mig", budget="2", operator_budget=2, pods_per_node=0)
+    leader = world.controller
+    world.add_replica("controller-1", first=5.0)
+    real_perform = leader.perform
+    frozen: list[float] = []
+    writes_after_wake: list[str] = []
+
+    def record_writes(name: str) -> None:
+        real = getattr(leader.api, name)
+
+        def call(*args: Any) -> Any:
+            leader_lease = name in ("replace_lease", "create_lease") and args[1]["metadata"]["name"] == CONTROLLER_LEASE
+            if frozen and not leader_lease:  # renewing its own Lease is how it finds out it lost it
+                writes_after_wake.append(f"{name}{args[:1]}")
+            return real(*args)
+
+        setattr(leader.api, name, call)
+
+    def perform(actions: list[Any], blocked: set[str]) -> None:
+        cordons = [
+            a
+            for a in actions
+            if getattr(a, "node", "") == "node-001"
+            and ((getattr(a, "patch", {}) or {}).get("spec") or {}).get("unschedulable") is True
+        ]
+        if cordons and not frozen:
+            world.paused[leader.identity] = world.t + 60.0
+            world.set_settings(max_unavailable="1")
+            world.run(60.0)  # the pause: the world goes on without it
+            frozen.append(world.t)
+        real_perform(actions, blocked)
+
+    writes = ("patch_node", "create_lease", "replace_lease", "delete_lease", "evict", "create_pod", "delete_pod")
+    for name in (*writes, "create_event"):
+        record_writes(name)
+    leader.perform = perform  # type: ignore[method-assign]
+    done(world)
+    assert frozen, "the scenario did not happen: controller-0 never came to cordon node-001"
+    assert writes_after_wake == []
+    assert any("leadership is not current" in line for line in leader.log)
+    assert set(world.states().values()) == {State.DONE}
+
+
+@proves("I5")
+@pytest.mark.parametrize("skew", [-600.0, 600.0])
+def test_a_handover_on_a_controller_whose_clock_is_off_by_ten_minutes_completes(skew: float) -> None:
+    """The driver pod's creationTimestamp is the API server's clock: it is never compared with the controller's."""
+    world = World(nodes=2, budget="1", controller_skew=skew)
+    done(world)
+    assert set(world.states().values()) == {State.DONE}

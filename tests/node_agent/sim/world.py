@@ -140,6 +140,7 @@ class World:
         fault_callers: tuple[str, ...] = ("controller", "executor"),
         driver_mode: str = "nvidiadriver",
         operator_budget: int = 1,
+        controller_skew: float = 0.0,
     ) -> None:
         self.t = START
         self.rng = random.Random(seed)
@@ -195,9 +196,13 @@ class World:
             if pods_per_node:
                 resource = next(iter(LAYOUTS[start_layout])) if flow == "mig" else "nvidia.com/gpu"
                 self.replica_sets.add(ReplicaSet("team", f"train-{name}", pods_per_node, POOL, resource), node=name)
+        #: Each replica's clock runs ``skew`` seconds from the API server's (``self.t``, its timestamps).
         self.controller = Controller(
-            Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-0", lambda: self.t
+            Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-0", lambda: self.t + controller_skew
         )
+        self.replicas: list[Controller] = [self.controller]
+        #: identity -> simulated time until which the replica is paused (a GC pause, a frozen node).
+        self.paused: dict[str, float] = {}
         self.at(0.5, self._reconcile)
         self.upgrades.start()  # autoUpgrade defaults to true, and per-pool NVIDIADrivers refuse false
 
@@ -276,12 +281,24 @@ class World:
 
     # -- the controller and the executors --------------------------------------------------------------
     def _reconcile(self) -> None:
-        if self.t >= self.controller_down_until:
+        if self.t >= self.controller_down_until and self.t >= self.paused.get(self.controller.identity, 0.0):
             before = self.metrics.admissions
             self.controller.reconcile()
             if self.metrics.admissions > before:
                 self.metrics.admitting_passes += 1
         self.at(self.timing.reconcile, self._reconcile)
+
+    def add_replica(self, identity: str, skew: float = 0.0, first: float = 3.0) -> Controller:
+        """Another replica of the controller Deployment, on a clock ``skew`` seconds off the API server's."""
+        replica = Controller(Client(self.api, "controller", NAMESPACE), NAMESPACE, identity, lambda: self.t + skew)
+        self.replicas.append(replica)
+        self.at(first, functools.partial(self._reconcile_replica, replica))
+        return replica
+
+    def _reconcile_replica(self, replica: Controller) -> None:
+        if self.t >= self.paused.get(replica.identity, 0.0):
+            replica.reconcile()
+        self.at(self.timing.reconcile, functools.partial(self._reconcile_replica, replica))
 
     def restart_controller(self, down: float = 30.0) -> None:
         """The controller pod dies (between any two writes) and comes back: it remembers nothing."""

@@ -19,7 +19,7 @@ failed write harmless:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components.catalog import gpu_operator_upgrade as operator
@@ -94,6 +94,14 @@ class Context:
     pool: PoolView | None
     #: The node may take a slot now (decided per pool, in name order, by the reconcile).
     granted: bool = False
+    #: Seconds since this replica first saw each time mark of the node's record (``since``, ``step_at``,
+    #: ``evicting_since``): every timeout is measured on this replica's own clock from what it observed, never by
+    #: comparing a time another replica (or the API server) wrote with this one's clock.
+    ages: dict[str, float] = field(default_factory=dict)
+
+    def age(self, mark: str) -> float:
+        """Seconds this replica has seen ``mark`` of the node's record (0 for a mark it has not seen yet)."""
+        return self.ages.get(mark, 0.0)
 
 
 def wants_slot(view: NodeView, work: Work) -> bool:
@@ -625,10 +633,10 @@ def _cordoned(view: NodeView, record: Record, work: Work, ctx: Context) -> list[
 
 
 def _evicting(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
-    settings, now = ctx.settings, ctx.now
+    settings = ctx.settings
     if _mig_work_gone(view, record, ctx):
         return _release_untouched(view, record, ctx, "the work went away before the node was touched: uncordoned")
-    timed_out = now - (record.evicting_since or record.since) > settings.eviction_timeout_seconds
+    timed_out = ctx.age("evicting_since" if record.evicting_since else "since") > settings.eviction_timeout_seconds
     if not view.gpu_pods and not (timed_out and view.labels.get(REASON_LABEL) == Reason.GPU_IN_USE):
         return _first_touch(view, record, work, ctx)
     if timed_out:
@@ -680,7 +688,7 @@ def _write_mig(view: NodeView, record: Record, state: State, config: str, detail
 
 
 def _report_timeout(record: Record, limit: float, ctx: Context) -> bool:
-    return ctx.now - record.step_at > limit
+    return ctx.age("step_at") > limit
 
 
 def _failed_or_lost(
@@ -740,7 +748,8 @@ def _verifying(view: NodeView, record: Record, work: Work, ctx: Context) -> list
                 return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
             record, request = _request(view, replace(record, since=now, rebooted=True), Step.REBOOT, now)
             return [_move(view, record, State.REBOOTING, "the module is still loaded: the one reboot", request=request)]
-        record = replace(record, since=now, handover_at=now)
+        stale = sorted(objects.uid(pod) for pod in view.driver_pods)
+        record = replace(record, since=now, handover_at=now, stale_driver_pods=stale)
         return [
             _move(
                 view,
@@ -778,11 +787,12 @@ def _rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> list
 
 def _driver_ready(view: NodeView, record: Record) -> bool:
     """The operator's driver pod on this node is Ready, current (its DaemonSet's newest revision, the DaemonSet of
-    the node's owner, on the declared image: ``driver_pod_problem``), and newer than the hand-over."""
+    the node's owner, on the declared image: ``driver_pod_problem``), and not one that was there at the hand-over
+    (by UID: the pod's ``creationTimestamp`` is the API server's clock, not this replica's)."""
     for pod in view.driver_pods:
         if objects.terminating(pod) or not objects.pod_ready(pod):
             continue
-        if objects.created(pod) + 1 < record.handover_at:
+        if objects.uid(pod) in record.stale_driver_pods:  # there before the hand-over: not its answer
             continue
         if driver_pod_problem(pod, view.labels, view.driver_sets):
             continue
@@ -795,7 +805,7 @@ def _handing_over(view: NodeView, record: Record, work: Work, ctx: Context) -> l
         return [_patch(view, "gpu.deploy.driver=true again", labels={GPU_DEPLOY_DRIVER_LABEL: "true"})]
     if _driver_ready(view, record):
         return _finish(view, record, ctx, "the operator's driver pod is Ready on the declared image")
-    if ctx.now - record.since > ctx.settings.driver_ready_timeout_seconds:
+    if ctx.age("since") > ctx.settings.driver_ready_timeout_seconds:
         return _fail_touched(view, record, Reason.DRIVER_NOT_READY, "no Ready operator driver pod in time", ctx)
     return _waiting(view, record, State.HANDING_OVER, "waiting for the operator's driver pod", Reason.DRIVER_PENDING)
 
@@ -810,7 +820,7 @@ def _mig_applying(view: NodeView, record: Record, work: Work, ctx: Context) -> l
         return [_write_mig(view, record, State.MIG_APPLYING, desired, f"nvidia.com/mig.config={desired} written")]
     answered = view.labels.get(MIG_STATE_LABEL, "")
     restore = _paused_operands(view)
-    timed_out = now - record.since > settings.mig_timeout_seconds
+    timed_out = ctx.age("since") > settings.mig_timeout_seconds
     if answered == MIG_STATE_SUCCESS and allocatable_matches(view, settings):
         record = replace(record, since=now)
         return [_move(view, record, State.SMOKE_TESTING, "layout applied; smoke pods", labels=restore or None)]
@@ -847,7 +857,7 @@ def _mig_recovering(view: NodeView, record: Record, work: Work, ctx: Context) ->
             ctx,
             labels=_paused_operands(view),
         )
-    if ctx.now - record.since > ctx.settings.mig_timeout_seconds:
+    if ctx.age("since") > ctx.settings.mig_timeout_seconds:
         return _fail_touched(view, record, Reason.MIG_TIMEOUT, "no answer to the toggle in time", ctx)
     return []
 
@@ -861,7 +871,7 @@ def _smoke_testing(view: NodeView, record: Record, work: Work, ctx: Context) -> 
         return _fail_touched(view, record, Reason.SMOKE_FAILED, "a smoke pod failed", ctx)
     if len(phases) == len(wanted) and all(phase == "Succeeded" for phase in phases):
         return _finish(view, record, ctx, "every smoke pod succeeded")
-    if ctx.now - record.since > ctx.settings.smoke_timeout_seconds:
+    if ctx.age("since") > ctx.settings.smoke_timeout_seconds:
         return _fail_touched(view, record, Reason.SMOKE_FAILED, "the smoke pods did not finish in time", ctx)
     return [
         CreatePod(smoke_pod(view, record, index, resource, ctx.namespace))

@@ -52,6 +52,9 @@ from components.node_agent.agent.controller.work import Work, find_work
 from components.node_agent.agent.kube import Api, ApiError
 from components.node_agent.agent.settings import Settings
 
+#: The leader Lease's ``leaseDurationSeconds``: another replica takes over after seeing it unchanged this long.
+LEADER_LEASE_SECONDS = 30
+
 
 @dataclass
 class Controller:
@@ -64,10 +67,23 @@ class Controller:
     log: list[str] = field(default_factory=list)
     #: Nodes where an eviction was refused (429) in the last pass: only the reason label reads it.
     blocked: set[str] = field(default_factory=set)
+    #: The leader Lease as last seen (holder, renewTime) and when this replica first saw it so (its own clock):
+    #: another holder's Lease expires only after it stayed unchanged for its duration, observed here.
+    seen_leader: tuple[str, str] = ("", "")
+    seen_leader_at: float = 0.0
+    #: When this replica last renewed (or took) the leader Lease, on its own clock; None: it does not lead.
+    renewed_at: float | None = None
+    #: When this replica first saw each time mark of each node's record, and each request (its own clock).
+    seen_marks: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     # -- leader election ---------------------------------------------------------------------------------
     def lead(self, settings: Settings) -> bool:
-        """Hold the leader Lease (create, renew, or take over an expired one; a 409 means someone else)."""
+        """Hold the leader Lease (create, renew, or take over an expired one; a 409 means someone else).
+
+        As client-go's leader election does it: another holder's Lease is expired only when this replica has seen
+        it unchanged for its ``leaseDurationSeconds`` on its own clock; the holder's ``renewTime`` (written on the
+        holder's clock) is never compared with this one's.
+        """
         now = self.now()
         try:
             try:
@@ -76,18 +92,32 @@ class Controller:
                 if error.status != 404:
                     raise
                 self.api.create_lease(self.namespace, self._leader_lease(now, None))
+                self.renewed_at = now
                 return True
             spec = lease.get("spec") or {}
-            holder = spec.get("holderIdentity", "")
-            renewed = objects.parse_time(str(spec.get("renewTime", "")))
-            expired = now > renewed + float(spec.get("leaseDurationSeconds", settings.leader_lease_seconds))
-            if holder != self.identity and not expired:
+            holder = str(spec.get("holderIdentity", ""))
+            observed = (holder, str(spec.get("renewTime", "")))
+            if observed != self.seen_leader:
+                self.seen_leader, self.seen_leader_at = observed, now
+            duration = float(spec.get("leaseDurationSeconds") or settings.leader_lease_seconds)
+            if holder != self.identity and now - self.seen_leader_at <= duration:
+                self.renewed_at = None
                 return False
             self.api.replace_lease(self.namespace, self._leader_lease(now, lease))
+            self.renewed_at = now
             return True
         except ApiError as error:
             self.log.append(f"leader: {error}")
+            self.renewed_at = None
             return False
+
+    def leading(self) -> bool:
+        """This replica may write: it renewed the leader Lease within two thirds of its duration, by its own clock
+        (client-go's renew deadline). A replica that was paused (a GC pause, a frozen node) wakes up past it and
+        writes nothing with its old view."""
+        if self.renewed_at is None:
+            return False
+        return self.now() - self.renewed_at < LEADER_LEASE_SECONDS * 2 / 3
 
     def _leader_lease(self, now: float, old: dict[str, Any] | None) -> dict[str, Any]:
         metadata: dict[str, Any] = {"name": CONTROLLER_LEASE, "namespace": self.namespace}
@@ -97,7 +127,11 @@ class Controller:
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": metadata,
-            "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": 30, "renewTime": objects.micro_time(now)},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": LEADER_LEASE_SECONDS,
+                "renewTime": objects.micro_time(now),
+            },
         }
 
     # -- one pass ----------------------------------------------------------------------------------------
@@ -129,11 +163,12 @@ class Controller:
         sets = driver_daemon_sets(daemon_sets, revisions)
         views = build_views(nodes, pods, leases, settings.operator_namespace, sets, self.blocked, claims)
         pools = build_pools(views, leases, settings.budget)
-        works = {view.name: self._work(view, settings, now) for view in views}
+        ages = self._ages(views, now)
+        works = {view.name: self._work(view, settings, ages[view.uid].get("request", 0.0)) for view in views}
         granted = grant(views, works, pools)
         blocked: set[str] = set()
         for view in sorted(views, key=lambda item: item.name):
-            ctx = Context(settings, now, self.namespace, pools.get(view.pool), view.name in granted)
+            ctx = Context(settings, now, self.namespace, pools.get(view.pool), view.name in granted, ages[view.uid])
             try:
                 actions = decide(view, works[view.name], ctx)
             except Exception as error:  # one node's unreadable data must not stop every pool
@@ -149,9 +184,31 @@ class Controller:
         self.blocked = blocked
         return True
 
-    def _work(self, view: NodeView, settings: Settings, now: float) -> Work:
+    def _ages(self, views: list[NodeView], now: float) -> dict[str, dict[str, float]]:
+        """Per node, seconds since this replica first saw each time mark of its record and its current request.
+
+        The marks are only identities here (whoever wrote them, on whatever clock): what is measured is how long
+        this replica has observed them. A replica that starts anew sees them afresh, so a restart can only make a
+        wait longer, never cut one short.
+        """
+        seen: dict[tuple[str, str, str], float] = {}
+        ages: dict[str, dict[str, float]] = {}
+        for view in views:
+            marks = {"request": str(view.request.get("id", ""))}
+            if view.record is not None:
+                for mark in ("since", "step_at", "evicting_since"):
+                    marks[mark] = repr(getattr(view.record, mark))
+            ages[view.uid] = {}
+            for mark, value in marks.items():
+                key = (view.uid, mark, value)
+                seen[key] = self.seen_marks.get(key, now)
+                ages[view.uid][mark] = now - seen[key]
+        self.seen_marks = seen
+        return ages
+
+    def _work(self, view: NodeView, settings: Settings, asked: float) -> Work:
         try:
-            return find_work(view, settings, now)
+            return find_work(view, settings, asked)
         except Exception as error:  # as in ``decide``: contained to the node
             self.log.append(f"{view.name}: no work read ({type(error).__name__}: {error})")
             return Work()
@@ -171,8 +228,12 @@ class Controller:
 
     # -- performing --------------------------------------------------------------------------------------
     def perform(self, actions: list[Action], blocked: set[str]) -> None:
-        """In order; stop at the first failure (the next pass computes the rest again)."""
+        """In order; stop at the first failure (the next pass computes the rest again), and before any write made
+        without a leadership this replica renewed recently (``leading``): every write is fenced."""
         for action in actions:
+            if not self.leading():
+                self.log.append(f"{type(action).__name__}: not written, this replica's leadership is not current")
+                return
             try:
                 self._do(action)
             except ApiError as error:

@@ -54,6 +54,8 @@ class Record:
     target: str = ""  #: the MIG config this attempt applies
     handover_at: float = 0.0  #: when gpu.deploy.driver=true was written
     evicting_since: float = 0.0  #: when eviction began (not reset when the executor finds a GPU in use)
+    #: UIDs of the operator's driver pods on the node when the hand-over began: none of them answers it.
+    stale_driver_pods: list[str] = field(default_factory=list)
     #: The controller set the operator's skip label itself (so it removes it when the node leaves maintenance;
     #: a skip label someone else set stays).
     fenced: bool = False

@@ -110,21 +110,23 @@ def mig_in_place(view: NodeView, settings: Settings, target: str) -> bool:
     )
 
 
-def _inspection(view: NodeView, settings: Settings, now: float) -> tuple[dict[str, Any] | None, bool]:
-    """``(facts, ask)``: the inspection answering the current request, and whether to ask for a new one."""
+def _inspection(view: NodeView, settings: Settings, asked: float) -> tuple[dict[str, Any] | None, bool]:
+    """``(facts, ask)``: the inspection answering the current request, and whether to ask for a new one.
+
+    ``asked``: seconds this replica has seen the current request (its own clock, from its own observation)."""
     report = answer(view, Step.INSPECT)
-    at = float(view.request.get("at", 0.0) or 0.0)
     if report is not None and report.get("outcome") == Outcome.OK.value:
-        return dict(report.get("facts") or {}), now - at > settings.recheck_seconds
-    if view.request.get("step") == Step.INSPECT.value and now - at <= settings.executor_timeout_seconds:
+        return dict(report.get("facts") or {}), asked > settings.recheck_seconds
+    if view.request.get("step") == Step.INSPECT.value and asked <= settings.executor_timeout_seconds:
         return None, False  # asked, not answered yet
     return None, True
 
 
-def find_work(view: NodeView, settings: Settings, now: float) -> Work:
-    """The node's work now (the hand-over first, then the MIG layout)."""
+def find_work(view: NodeView, settings: Settings, asked: float) -> Work:
+    """The node's work now (the hand-over first, then the MIG layout); ``asked``: seconds this replica has seen the
+    node's current request."""
     if view.opted_in:
-        facts, ask = _inspection(view, settings, now)
+        facts, ask = _inspection(view, settings, asked)
         if facts is None:
             return Work(inspect=ask, detail="waiting for the executor's inspection of the host")
         install = str(facts.get("install", ""))
