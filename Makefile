@@ -64,9 +64,10 @@ format: venv
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-bench: venv tools upstream  ## benchmarks that print figures (fleet scale, previews, renders, the test suite's time)
+bench: venv tools upstream  ## benchmarks that print figures (fleet scale, previews, a full cache, renders, the test suite's time)
 	$(PY) -m benchmarks.bench_scale
 	$(PY) -m benchmarks.bench_preview
+	$(PY) -m benchmarks.bench_cache
 	$(PY) -m benchmarks.bench_mig_planner
 	$(PY) -m benchmarks.bench_mig_pools
 	$(PY) -m benchmarks.bench_policies

@@ -108,6 +108,9 @@ class ResultCache:
     def __init__(self, repository: Path) -> None:
         self.store = project_cache(repository)
         self.repository = repository
+        #: key -> the lineage of the preview it names (the same stack previewed into the same folder): a later
+        #: preview of a lineage takes the earlier one's place among the previews the cache keeps.
+        self.lineages: dict[str, str] = {}
 
     def key(self, stack: str, root: Path, out_dir: Path, tools: list[str]) -> str | None:
         """The key, or None when caching is off or a tool's version cannot be read."""
@@ -116,7 +119,9 @@ class ResultCache:
         versions = [self.store.tool_version(tool) for tool in tools]
         if any(version is None for version in versions):
             return None
-        return preview_key(stack, root, out_dir, self.repository, [str(v) for v in versions])
+        key = preview_key(stack, root, out_dir, self.repository, [str(v) for v in versions])
+        self.lineages[key] = f"{stack}\0{root.resolve()}\0{out_dir.resolve()}"
+        return key
 
     def get(self, key: str | None) -> Produced | None:
         """The stored preview of ``key``, or None."""
@@ -131,4 +136,4 @@ class ResultCache:
     def put(self, key: str | None, produced: Produced) -> None:
         """Store ``produced`` under ``key`` (no-op without a key)."""
         if key:
-            self.store.put(key, _KIND, asdict(produced))
+            self.store.put(key, _KIND, asdict(produced), lineage=self.lineages.get(key))
