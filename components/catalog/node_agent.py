@@ -133,6 +133,7 @@ class Reason(StrEnum):
     EXECUTOR_LOST = "executor-lost"  #: the node's executor did not answer a host step in time
     HOST_STEP_FAILED = "host-step-failed"  #: the executor could not record the step on the host (disk full)
     UNKNOWN_REPORT = "unknown-report"  #: the executor's report is malformed or names a reason/outcome not known here
+    DECLARATION_GONE = "declaration-gone"  #: the opt-in or desired MIG label was removed while the node was changed
 
 
 #: Reasons that go with State.FAILED on a touched node: the pool's rollout halts on them.
@@ -152,6 +153,7 @@ TOUCHED_FAILURES: Final = frozenset(
         Reason.EXECUTOR_LOST,
         Reason.HOST_STEP_FAILED,
         Reason.UNKNOWN_REPORT,
+        Reason.DECLARATION_GONE,
     }
 )
 REFUSALS: Final = frozenset(
@@ -190,8 +192,15 @@ class Transition:
     when: str
 
 
+#: A state label removed or set to ``idle`` by hand mid-flow is written back from the record (and the Lease), so
+#: the node goes on where it was instead of being taken again with its own cordon mistaken for someone else's.
+_RESTORED: Final = tuple(
+    Transition(State.IDLE, state, f"restored: the state label was edited by hand mid-flow, the record says {state}")
+    for state in sorted(SLOT_STATES)
+)
 #: Every transition the controller makes (the fault tests check every move they see against this list).
 TRANSITIONS: Final[tuple[Transition, ...]] = (
+    *_RESTORED,
     Transition(
         State.IDLE, State.WAITING_SLOT, "work to do: the executor reported a .run driver, or a MIG layout differs"
     ),
@@ -253,7 +262,13 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     ),
 )
 #: Failures reachable from every touched state, not listed above one by one.
-ANY_STATE_FAILURES: Final = (Reason.NODE_DELETED, Reason.UNKNOWN_STATE, Reason.EXECUTOR_LOST, Reason.UNKNOWN_REPORT)
+ANY_STATE_FAILURES: Final = (
+    Reason.NODE_DELETED,
+    Reason.UNKNOWN_STATE,
+    Reason.EXECUTOR_LOST,
+    Reason.UNKNOWN_REPORT,
+    Reason.DECLARATION_GONE,
+)
 
 
 class Step(StrEnum):

@@ -6,7 +6,8 @@ cluster-side decision (budget, cordon, eviction, uncordon, halts, Events, Leases
 ``nobody`` with a read-only root and reads its settings from the ``node-agent-settings`` ConfigMap at every
 reconcile. The **executors** run as root, privileged, with ``hostPID`` and the host's ``/`` at ``/host`` (they
 chroot, nsenter and run the uninstaller) and may change only their own Node's report annotation. RBAC is least
-privilege per ServiceAccount, and three ValidatingAdmissionPolicies narrow it further.
+privilege per ServiceAccount, and three ValidatingAdmissionPolicies narrow it further. The smoke pods the controller
+creates run under the program's own PriorityClass (``SMOKE_PRIORITY_CLASS``), which the smoke-pod policy pins.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from components.base.shipped_code import code_volume, shipped_container, shipped
 from components.catalog import node_agent as names
 from components.catalog.names import GPU_NODE_LABEL, NODE_AGENT_TYPE, PSA_PRIVILEGED
 from components.node_agent.admission import admission_policies
+from components.node_agent.agent.controller.smoke import SMOKE_PRIORITY_CLASS
+from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS
 from components.node_agent.config import NodeAgentConfig
 from components.node_agent.rbac import (
     CONTROLLER_CLUSTER_RULES,
@@ -62,6 +65,12 @@ CONTROLLER_LABEL = {"app.kubernetes.io/name": CONTROLLER, "app.kubernetes.io/man
 EXECUTOR_LABEL = {"app.kubernetes.io/name": EXECUTOR, "app.kubernetes.io/managed-by": "gpu-platform"}
 AGENT_DIR = "/agent"
 CODE_CONFIG_MAP = "node-agent-code"
+#: The smoke pods' PriorityClass: the value of a pod of no class, and never preempting. A smoke pod is bound to its
+#: node by ``nodeName`` (the scheduler never preempts for it) on a node the controller has drained; the class is
+#: there so that the admission policy can pin it: a smoke pod can never carry a system-critical class, for which
+#: the kubelet would preempt workloads around their PodDisruptionBudgets.
+SMOKE_PRIORITY_VALUE = 0
+SMOKE_PREEMPTION_POLICY = "Never"
 
 
 def agent_sources() -> dict[str, str]:
@@ -80,6 +89,9 @@ class NodeAgentArgs:
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     operator_namespace: str = "gpu-operator"
+    #: The RuntimeClass the GPU Operator installs ("" where it installs none): ``desired.operator_runtime_class``
+    #: of the operator's values. The smoke pods run on it, and the smoke-pod policy allows only it.
+    runtime_class: str = OPERATOR_RUNTIME_CLASS
 
 
 def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
@@ -99,6 +111,7 @@ def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
         "uninstall_timeout_seconds": config.uninstall_timeout_seconds,
         "operator_namespace": args.operator_namespace,
         "mig_resources": resources,
+        "runtime_class": args.runtime_class,
     }
     return json.dumps(settings, sort_keys=True)
 
@@ -152,7 +165,7 @@ class NodeAgent(pulumi.ComponentResource):
             ("operator", args.operator_namespace, CONTROLLER_OPERATOR_RULES),
         ):
             grants += self._role(name, role, role_ns, ns, rules, in_ns)
-        for policy_name, policy, binding in admission_policies(ns, CONTROLLER, EXECUTOR):
+        for policy_name, policy, binding in admission_policies(ns, CONTROLLER, EXECUTOR, args.runtime_class):
             created = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-{policy_name}-policy", metadata=policy["metadata"], spec=policy["spec"], opts=child
             )
@@ -177,6 +190,20 @@ class NodeAgent(pulumi.ComponentResource):
             data={names.SETTINGS_KEY: controller_settings(config, args)},
             opts=in_ns,
         )
+        # The Priority admission plugin refuses a pod naming a class that does not exist: the controller waits for it.
+        smoke_priority = k8s.scheduling.v1.PriorityClass(
+            f"{name}-smoke-priority-class",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=SMOKE_PRIORITY_CLASS, labels=CONTROLLER_LABEL),
+            value=SMOKE_PRIORITY_VALUE,
+            global_default=False,
+            preemption_policy=SMOKE_PREEMPTION_POLICY,
+            description="gpu-platform node agent: the smoke pods on a node in maintenance (they preempt nothing).",
+            # The API server refuses a change of either in place (Kubernetes ValidatePriorityClassUpdate): replace.
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(replace_on_changes=["value", "preemptionPolicy"], delete_before_replace=True),
+            ),
+        )
         ready = [*accounts.values(), code, *grants, *args.depends_on]
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
@@ -189,7 +216,7 @@ class NodeAgent(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=CONTROLLER, namespace=ns, labels=CONTROLLER_LABEL),
             spec=self._controller(),
             opts=pulumi.ResourceOptions.merge(
-                in_ns, pulumi.ResourceOptions(depends_on=[*ready, settings, self.daemon_set])
+                in_ns, pulumi.ResourceOptions(depends_on=[*ready, settings, smoke_priority, self.daemon_set])
             ),
         )
         self.register_outputs({"namespace": ns})

@@ -7,11 +7,13 @@ label of ours, and the agent moves the real label to it a budget of nodes at a t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from components.catalog.names import MIG_CONFIG_LABEL
 from components.catalog.node_agent import EVENT_SOURCE, LEASE_POOL_LABEL, MIG_DESIRED_LABEL, REASON_LABEL, STATE_LABEL
 from components.catalog.pools import GpuPool
+from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS
 from components.node_agent.config import NodeAgentConfig
 
 
@@ -35,6 +37,20 @@ def pool_budgets(config: NodeAgentConfig, pools: Iterable[GpuPool], keys: dict[s
         key = keys.get(pool.name, pool.name)
         sizes[key] = sizes.get(key, 0) + pool.max_nodes
     return {key: config.budget(size) for key, size in sorted(sizes.items())}
+
+
+def operator_runtime_class(values: Mapping[str, Any]) -> str:
+    """The RuntimeClass the GPU Operator installs with these Helm values ("" for none), for the smoke pods.
+
+    gpu-operator v26.7.0: the chart writes ``operator.runtimeClass`` into the ClusterPolicy when set
+    (``templates/clusterpolicy.yaml``), else the operator uses ``DefaultRuntimeClass`` (``controllers/object_controls.go``
+    ``getRuntimeClassName``); the ``pre-requisites`` state that creates it is off, and the classes removed, when CDI's
+    NRI plugin injects the devices (``controllers/state_manager.go`` ``isStateEnabled``; the chart writes
+    ``nriPluginEnabled`` only with ``cdi.enabled``, which defaults to true)."""
+    cdi = values.get("cdi") or {}
+    if cdi.get("enabled", True) and cdi.get("nriPluginEnabled", False):
+        return ""
+    return str((values.get("operator") or {}).get("runtimeClass") or OPERATOR_RUNTIME_CLASS)
 
 
 def node_agent_watch_commands(namespace: str) -> list[str]:

@@ -33,7 +33,7 @@ from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
 from components.mig.decisions import MigPlanResult
 from components.mig.plan import mig_values, plan_mig
 from components.mig.recorded import RecordedPlan
-from components.node_agent.desired import agent_mig_labels, pool_budgets
+from components.node_agent.desired import agent_mig_labels, operator_runtime_class, pool_budgets
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.config import StackConfig
@@ -176,6 +176,11 @@ class Plan:
         bare_metal = self.config.bare_metal
         keys = {node.name: node.pool for node in bare_metal.nodes} if bare_metal else {}
         return pool_budgets(self.config.node_agent, self.node_agent_pools, keys)
+
+    @property
+    def node_agent_runtime_class(self) -> str:
+        """The RuntimeClass the node agent's smoke pods run under: the one the GPU Operator installs ("" none)."""
+        return operator_runtime_class(self.operator.values) if self.operator else ""
 
     @property
     def node_agent_pools(self) -> tuple[GpuPool, ...]:

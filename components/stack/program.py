@@ -109,6 +109,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 provider=provider,
                 depends_on=platform.gpu_operator.ready,
                 operator_namespace=stack.gpu_operator.namespace,
+                runtime_class=plan.node_agent_runtime_class,
             ),
         )
     if platform.gpu_operator is not None:

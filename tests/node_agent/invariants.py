@@ -1,6 +1,6 @@
 """Naming the invariant each fault test proves, and checking all of them after every test.
 
-Every fault test carries ``@proves(...)`` with the invariants it is about; the world checks all seven after
+Every fault test carries ``@proves(...)`` with the invariants it is about; the world checks all eight after
 every write anyway, so a test fails on any violation, named or not.
 """
 
@@ -19,6 +19,7 @@ INVARIANTS = {
     "I5": "every flow ends done, or failed/waiting with a reason",
     "I6": "a failure halts the pool",
     "I7": "one budget per pool, shared with the GPU Operator and everything else that takes a node away",
+    "I8": "no write without leadership",
 }
 #: test name -> the invariants it names.
 PROVES: dict[str, tuple[str, ...]] = {}

@@ -21,7 +21,8 @@ from components.base.problems import StackConfigError
 from components.base.shipped_code import config_map_key
 from components.catalog import node_agent as names
 from components.catalog.names import HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL, MIG_CONFIG_LABEL
-from components.node_agent.agent.settings import Settings
+from components.node_agent.agent.controller.smoke import SMOKE_PRIORITY_CLASS
+from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS, Settings
 from components.node_agent.component import AGENT_FILES, agent_sources
 from components.node_agent.rbac import CONTROLLER_CLUSTER_RULES, EXECUTOR_CLUSTER_RULES
 from components.node_agent.reference import replace_tables
@@ -268,6 +269,21 @@ def test_finding_8_the_smoke_pod_policy_covers_every_container_and_the_pod(dev: 
         f"c.image == '{names.AGENT_IMAGE}'",
     ):
         assert needle in text, needle
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_smoke_pods_priority_class_and_runtime_class_are_the_ones_the_policy_pins(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    run: ProgramRun = request.getfixturevalue(stack)
+    priority = run.one("kubernetes:scheduling.k8s.io/v1:PriorityClass", "node-agent-smoke-priority-class").inputs
+    assert priority["metadata"]["name"] == SMOKE_PRIORITY_CLASS
+    assert (priority["value"], priority["preemptionPolicy"], priority["globalDefault"]) == (0, "Never", False)
+    assert _settings(run).runtime_class == OPERATOR_RUNTIME_CLASS  # the chart's default: no extraValues change it
+    text = _expressions(_policy(run, "smoke-pods"))
+    assert f"priorityClassName.orValue('') == '{SMOKE_PRIORITY_CLASS}'" in text
+    assert f"runtimeClassName.orValue('') == '{OPERATOR_RUNTIME_CLASS}'" in text
+    assert all(v.get("reason") == "Forbidden" for v in _policy(run, "controller-nodes")["validations"])
 
 
 def test_the_config_map_ships_both_programs_and_their_catalog_names(dev: ProgramRun) -> None:

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from components.catalog.names import HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
     CONTROLLER_LEASE,
     DETAIL_ANNOTATION,
     LEASE_FAILED_ANNOTATION,
+    MIG_DESIRED_LABEL,
     RECORD_ANNOTATION,
     REPORT_ANNOTATION,
     REQUEST_ANNOTATION,
@@ -27,6 +29,7 @@ from components.catalog.node_agent import (
 )
 from components.node_agent.agent import objects
 from tests.node_agent.invariants import assert_sound, proves
+from tests.node_agent.sim.actors import LAYOUTS
 from tests.node_agent.sim.api import Pdb
 from tests.node_agent.sim.world import World
 
@@ -309,3 +312,40 @@ def test_a_handover_on_a_controller_whose_clock_is_off_by_ten_minutes_completes(
     world = World(nodes=2, budget="1", controller_skew=skew)
     done(world)
     assert set(world.states().values()) == {State.DONE}
+
+
+# -- a declaration that moves or goes away mid-flow ---------------------------------------------------------------
+@proves("I5")
+def test_a_desired_layout_changed_during_the_toggle_is_the_one_applied() -> None:
+    world = World(nodes=1, flow="mig", budget="1", pods_per_node=0)
+    world.mig.fail.add("node-000")  # the first apply fails: the one toggle through all-disabled
+    until_state(world, "node-000", State.MIG_RECOVERING)
+    world.mig.fail.discard("node-000")
+    world.human_patch("node-000", {"metadata": {"labels": {MIG_DESIRED_LABEL: "all-3g.40gb"}}})
+    world.set_settings(mig_resources={"a100": LAYOUTS["all-3g.40gb"]})
+    done(world)
+    assert world.state("node-000") == State.DONE
+    assert world.hosts["node-000"].mig_layout == "all-3g.40gb"
+    assert world.api.forbidden == []
+
+
+@proves("I5")
+def test_an_opt_in_removed_before_the_node_was_touched_releases_it() -> None:
+    world = World(nodes=1, budget="1")
+    until_state(world, "node-000", State.EVICTING)
+    world.human_patch("node-000", {"metadata": {"labels": {HOST_DRIVER_REMOVAL_LABEL: None}}})
+    world.run(120.0)
+    assert world.state("node-000") == State.IDLE
+    assert not world.node("node-000")["spec"].get("unschedulable")
+    assert world.hosts["node-000"].uninstall_runs == 0
+    assert world.api.forbidden == []
+
+
+@proves("I5", "I6")
+def test_a_desired_layout_removed_after_the_change_began_fails_the_node_with_a_reason() -> None:
+    world = World(nodes=1, flow="mig", budget="1")
+    until_state(world, "node-000", State.MIG_APPLYING)
+    world.human_patch("node-000", {"metadata": {"labels": {MIG_DESIRED_LABEL: None}}})
+    world.run(120.0)
+    assert (world.state("node-000"), world.reason("node-000")) == (State.FAILED, Reason.DECLARATION_GONE)
+    assert world.api.forbidden == []

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final
+
+#: The RuntimeClass the GPU Operator installs when the chart's ``operator.runtimeClass`` is left as it is: the chart's
+#: default (gpu-operator v26.7.0 ``deployments/gpu-operator/values.yaml`` ``operator.runtimeClass: nvidia``), which is
+#: also the operator's own when the ClusterPolicy names none (``controllers/object_controls.go``
+#: ``DefaultRuntimeClass``). The smoke pods run on it: its handler puts ``nvidia-smi`` and the devices in the container.
+OPERATOR_RUNTIME_CLASS: Final = "nvidia"
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ class Settings:
     mig_resources: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Leader election: how long a leader's Lease lasts without renewal.
     leader_lease_seconds: float = 30.0
+    #: The RuntimeClass of the smoke pods: the one the GPU Operator installs ("" where it installs none: its NRI
+    #: plugin). The admission policy allows exactly this one.
+    runtime_class: str = OPERATOR_RUNTIME_CLASS
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Settings:

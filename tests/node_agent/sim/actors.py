@@ -557,11 +557,14 @@ class UpgradeController:
 
     def _apply(self) -> None:
         driver = self.world.driver
-        snapshot = {
-            objects.name(node): clone(node)
-            for node in self.world.api.store["nodes"].values()
-            if driver.selects(node) and self._driver_pod(objects.name(node)) is not None
-        }
+        selected = [node for node in self.world.api.store["nodes"].values() if driver.selects(node)]
+        owned = [pod for pod in self.world.api.store["pods"].values() if objects.owner_name(pod) == driver.name]
+        if len(owned) != len(selected):
+            # BuildState (upgrade_state.go): "driver DaemonSet should not have Unscheduled pods": the whole
+            # reconcile stops while a selected node has no driver pod, or an old one still terminates beside its new
+            # one (DesiredNumberScheduled != the DaemonSet's pods).
+            return
+        snapshot = {objects.name(node): clone(node) for node in selected}
         by_state: dict[str, list[str]] = {}
         for name, node in sorted(snapshot.items()):
             by_state.setdefault(self._state(node), []).append(name)

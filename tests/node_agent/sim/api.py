@@ -10,9 +10,11 @@
 - The Eviction API checks PodDisruptionBudgets and answers **429** when one would be violated
   (pkg/registry/core/pod/storage/eviction.go ``checkAndDecrement``: "Cannot evict pod as it would violate the
   pod's disruption budget"). A pod already terminating is evicted without a budget check (``canIgnorePDB``).
-- RBAC and admission: the executor's token may only patch its own Node's report annotation (the
-  ValidatingAdmissionPolicy of ``components.node_agent.admission``); the controller may only change its own
-  labels, annotations and ``spec.unschedulable``/its taint. A forbidden call is **403** and is counted.
+- RBAC and admission: RBAC as ``components.node_agent.rbac`` grants it, then the program's real
+  ValidatingAdmissionPolicies (``components.node_agent.admission``), evaluated by a CEL runtime on the objects
+  the API server would give them (``tests.node_agent.sim.admission``): an executor only its own Node's report, the
+  controller only what its flows write where they apply, only smoke pods. A forbidden call is **403** and is
+  counted.
 - Watches: every write is delivered to subscribers (the other actors' informers) after it is stored.
 - Faults: any call of the controller or an executor may fail (503, a timeout before or after the write, a 409)
   as the test's :class:`Faults` decide.
@@ -25,14 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.catalog.node_agent import (
-    CONTROLLER_ANNOTATIONS,
-    CONTROLLER_LABELS,
-    EXECUTOR_ANNOTATIONS,
-    MIG_PENDING_TAINT_KEY,
-)
 from components.node_agent.agent import objects
 from components.node_agent.agent.kube import ApiError
+from tests.node_agent.sim import admission
 
 Obj = dict[str, Any]
 Watcher = Callable[[str, str, "Obj | None", "Obj | None"], None]
@@ -132,6 +129,8 @@ class SimApi:
         self.names = 0
         #: Who is writing now ("" for the other actors, which write straight to the store).
         self.caller = ""
+        #: Which controller replica is writing now ("" for anyone else).
+        self.writer = ""
 
     # -- the store -------------------------------------------------------------------------------------
     def _bump(self, obj: Obj) -> Obj:
@@ -182,10 +181,12 @@ class SimApi:
 class Client:
     """The API as one caller sees it: its permissions, and the faults injected into its calls."""
 
-    def __init__(self, api: SimApi, caller: str, namespace: str) -> None:
+    def __init__(self, api: SimApi, caller: str, namespace: str, identity: str = "") -> None:
         self.api = api
         self.caller = caller
         self.namespace = namespace
+        #: Which replica of the controller calls (its leader-election identity), for the leadership invariant.
+        self.identity = identity
 
     # -- plumbing --------------------------------------------------------------------------------------
     def _call(self, write: bool, apply: Callable[[], Any], method: str = "", argument: Any = None) -> Any:
@@ -198,11 +199,11 @@ class Client:
             raise ApiError(409, "the object has been modified (injected)")
         if kind == "403":
             raise ApiError(403, "admission webhook denied the request: quota exceeded (injected)")
-        self.api.caller = self.caller
+        self.api.caller, self.api.writer = self.caller, self.identity
         try:
             result = apply()
         finally:
-            self.api.caller = ""
+            self.api.caller, self.api.writer = "", ""
         if kind == "timeout-after":
             raise ApiError(0, "timed out after the write (injected)")
         return result
@@ -245,31 +246,41 @@ class Client:
         return self._call(True, apply, "patch_node", (name, patch))
 
     def _admit_node_patch(self, node: Obj, patch: Obj) -> None:
-        metadata = patch.get("metadata") or {}
-        labels = set(metadata.get("labels") or {})
-        notes = set(metadata.get("annotations") or {})
-        spec = patch.get("spec") or {}
-        other = set(patch) - {"metadata", "spec"}
-        meta_other = set(metadata) - {"labels", "annotations", "resourceVersion"}
-        if self._executor_node:
-            if objects.name(node) != self._executor_node:
-                self._deny(f"may change only its own node, not {objects.name(node)}")
-            if labels or spec or other or meta_other or not notes <= set(EXECUTOR_ANNOTATIONS):
-                self._deny("may change only the report annotation")
+        """RBAC, then the real ValidatingAdmissionPolicies (``components.node_agent.admission``) evaluated by CEL as
+        the API server does (``tests.node_agent.sim.admission``). A stale resourceVersion is left to the 409 that
+        the API server answers before validating admission (generic/registry/store.go ``Update``)."""
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != node["metadata"]["resourceVersion"]:
             return
-        if self.caller != "controller":
+        if self._executor_node:
+            user = admission.service_account_user(
+                self.namespace, admission.EXECUTOR_ACCOUNT, f"{admission.EXECUTOR_ACCOUNT}-x", self._executor_node
+            )
+        elif self.caller == "controller":
+            user = admission.service_account_user(
+                self.namespace, admission.CONTROLLER_ACCOUNT, f"{admission.CONTROLLER_ACCOUNT}-x", "control-node"
+            )
+        else:
             self._deny("may not patch nodes")
-        if other or meta_other or not labels <= set(CONTROLLER_LABELS) or not notes <= set(CONTROLLER_ANNOTATIONS):
-            self._deny(f"changes outside its keys: {sorted(labels | notes | other | meta_other)}")
-        if set(spec) - {"unschedulable", "taints"}:
-            self._deny("may change only spec.unschedulable and its taint")
-        if "taints" in spec:
-            theirs_before = [
-                t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != MIG_PENDING_TAINT_KEY
-            ]
-            theirs_after = [t for t in spec["taints"] or [] if t.get("key") != MIG_PENDING_TAINT_KEY]
-            if theirs_before != theirs_after:
-                self._deny("may not change other taints")
+        decision = admission.policies(self.namespace).decide(admission.node_update(node, patch, user))
+        if not decision.allowed:
+            self._deny("; ".join(decision.denials))
+
+    def _admit_pod_create(self, namespace: str, pod: Obj) -> None:
+        """The controller's pods through the smoke-pod policy, as the API server admits a pod (defaults, the default
+        mutating plugins, then the policy). Other tokens that create pods (the proof's) have no policy."""
+        if self.caller != "controller":
+            return
+        user = admission.service_account_user(
+            namespace, admission.CONTROLLER_ACCOUNT, f"{admission.CONTROLLER_ACCOUNT}-x", "control-node"
+        )
+        try:
+            request = admission.pod_create(pod, namespace, user, admission.PROGRAM_PRIORITY_CLASSES)
+        except LookupError as refused:  # the Priority admission plugin
+            self._deny(f"pods is forbidden: {refused}")
+        decision = admission.policies(self.namespace).decide(request)
+        if not decision.allowed:
+            self._deny("; ".join(decision.denials))
 
     # -- pods ------------------------------------------------------------------------------------------
     def list_pods(self) -> list[Obj]:
@@ -305,6 +316,7 @@ class Client:
             self._deny("may create pods only in its namespace")
 
         def apply() -> None:
+            self._admit_pod_create(namespace, pod)  # validating admission runs before the store's AlreadyExists
             key = f"{namespace}/{pod['metadata']['name']}"
             if key in self.api.store["pods"]:
                 raise ApiError(409, f"pod {key} already exists")

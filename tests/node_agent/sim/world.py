@@ -13,7 +13,9 @@ checked, and each violation is recorded with its invariant's name:
 - I6 a failure halts the pool (no node enters maintenance while a failed Lease of its pool exists);
 - I7 one budget per pool, shared with the GPU Operator's upgrade controller: whenever the controller or the
   operator takes a node away (cordon, or the operator's upgrade states), the pool's unavailable nodes (held by
-  either, cordoned, or down) are no more than the budget; and the operator never deletes the controller's pods.
+  either, cordoned, or down) are no more than the budget; and the operator never deletes the controller's pods;
+- I8 no write without leadership: every Node or node-Lease write of a controller replica is made while that
+  replica holds the leader Lease.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.names import GPU_NODE_LABEL, HOST_DRIVER_REMOVAL_ENABLED, HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
     ANY_STATE_FAILURES,
+    CONTROLLER_LEASE,
     GPU_DEPLOY_DRIVER_LABEL,
     LEASE_FAILED_ANNOTATION,
     LEASE_NODE_ANNOTATION,
@@ -198,7 +201,10 @@ class World:
                 self.replica_sets.add(ReplicaSet("team", f"train-{name}", pods_per_node, POOL, resource), node=name)
         #: Each replica's clock runs ``skew`` seconds from the API server's (``self.t``, its timestamps).
         self.controller = Controller(
-            Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-0", lambda: self.t + controller_skew
+            Client(self.api, "controller", NAMESPACE, "controller-0"),
+            NAMESPACE,
+            "controller-0",
+            lambda: self.t + controller_skew,
         )
         self.replicas: list[Controller] = [self.controller]
         #: identity -> simulated time until which the replica is paused (a GC pause, a frozen node).
@@ -304,7 +310,7 @@ class World:
         """The controller pod dies (between any two writes) and comes back: it remembers nothing."""
         self.controller_down_until = self.t + down
         self.controller = Controller(
-            Client(self.api, "controller", NAMESPACE), NAMESPACE, "controller-1", lambda: self.t
+            Client(self.api, "controller", NAMESPACE, "controller-1"), NAMESPACE, "controller-1", lambda: self.t
         )
 
     def _executor_pass(self, name: str) -> None:
@@ -329,6 +335,11 @@ class World:
     # -- watch: the actors, and the invariants ----------------------------------------------------------
     def _watch(self, kind: str, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         caller = self.api.caller
+        if caller == "controller" and kind in ("nodes", "leases") and not key.endswith(f"/{CONTROLLER_LEASE}"):
+            leader = self.api.store["leases"].get(f"{NAMESPACE}/{CONTROLLER_LEASE}") or {}
+            holder = (leader.get("spec") or {}).get("holderIdentity", "")
+            if self.api.writer and holder != self.api.writer:
+                self.metrics.violate("I8", f"{kind} {key} written by {self.api.writer} while {holder} leads")
         if kind == "nodes" and new is not None:
             was = bool(((old or {}).get("spec") or {}).get("unschedulable"))
             now_unschedulable = bool((new.get("spec") or {}).get("unschedulable"))
@@ -508,6 +519,8 @@ class World:
                 and not objects.annotations_of(lease).get(LEASE_FAILED_ANNOTATION)
             ):
                 self.metrics.violate("I2", f"{name}: {state} but holds a slot")
+            if name in self.cordoned_by_controller and state not in SLOT_STATES and state != State.FAILED:
+                self.metrics.violate("I2", f"{name}: ends {state} still cordoned by the controller")
             if state == State.DONE or (state == State.IDLE and not self.has_work(name)):
                 continue
             if not labels.get(REASON_LABEL):

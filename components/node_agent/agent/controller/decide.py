@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from components.catalog import gpu_operator_upgrade as operator
+from components.catalog.names import HOST_DRIVER_REMOVAL_LABEL
 from components.catalog.node_agent import (
     DETAIL_ANNOTATION,
     FLOW_LABEL,
@@ -41,7 +42,6 @@ from components.catalog.node_agent import (
     MIG_TOGGLE_CONFIG,
     OPERAND_DEPLOY_LABELS,
     PAUSED_FOR_MIG,
-    POOL_LABEL,
     REASON_LABEL,
     RECORD_ANNOTATION,
     REQUEST_ANNOTATION,
@@ -114,6 +114,15 @@ def decide(view: NodeView, work: Work, ctx: Context) -> list[Action]:
     state = view.state
     if state not in KNOWN_STATES:
         return _unknown_state(view, ctx)
+    if state not in SLOT_STATES and view.lease is not None and not view.lease_failed:
+        kept = view.record.state if view.record is not None else ""
+        if kept in SLOT_STATES:
+            # The state label was edited or removed by hand mid-flow: the record (and the Lease) say where the
+            # node is; the label is only their mirror, written back before anything else.
+            labels: dict[str, str | None] = {STATE_LABEL: kept, FLOW_LABEL: view.record.flow if view.record else None}
+            return [_patch(view, f"the state label {state!r} edited by hand: {kept} again", labels=labels)]
+        if view.record is None and view.lease_touched:
+            return _unknown_state(view, ctx)  # label and record both gone from a touched node: say so, halt
     if state in SLOT_STATES:
         if view.record is None:
             return _unknown_state(view, ctx)
@@ -161,7 +170,7 @@ def _move(
     all_labels.update(labels or {})
     notes: dict[str, str | None] = {**(annotations or {}), DETAIL_ANNOTATION: detail[:1000]}
     if record is not None:
-        notes[RECORD_ANNOTATION] = record.dumps()
+        notes[RECORD_ANNOTATION] = replace(record, state=state.value).dumps()
     if request is not None:
         notes[REQUEST_ANNOTATION] = json.dumps(request, sort_keys=True, separators=(",", ":"))
     elif not keep_request:
@@ -243,9 +252,7 @@ def _outside(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         pool = ctx.pool
         halted = bool(pool and pool.halted_by)
         reason = Reason.ROLLOUT_HALTED if halted else Reason.BUDGET_FULL
-        if not view.pool:
-            detail = f"waiting: no {POOL_LABEL} label, so no pool and no budget: never admitted"
-        elif halted and pool:
+        if halted and pool:
             detail = f"waiting: the pool {view.pool} is halted by {', '.join(pool.halted_by)}"
         else:
             detail = _budget_detail(view, pool)
@@ -511,6 +518,11 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
         )
     if view.operator_holds and not touched:
         return prelude + _yield_to_operator(view, record)
+    gone = _declaration_gone(view, record)
+    if gone and not touched and not view.lease_touched:
+        return prelude + _release_untouched(view, record, ctx, f"{gone} before the node was touched: released")
+    if gone:
+        return prelude + _fail_touched(view, record, Reason.DECLARATION_GONE, gone, ctx)
     halted_by = ctx.pool.halted_by if ctx.pool is not None else ()
     if halted_by and not touched and not view.lease_touched and not view.lease_failed:
         return prelude + _stop_for_halt(view, record, halted_by)
@@ -522,6 +534,17 @@ def _in_maintenance(view: NodeView, record: Record, work: Work, ctx: Context) ->
         else:
             actions = [_patch(view, "cordoned again", spec=recordon), *actions]
     return prelude + actions
+
+
+def _declaration_gone(view: NodeView, record: Record) -> str:
+    """What of the node's declaration went away mid-flow ("" when nothing did): the hand-over's opt-in label, or
+    the desired MIG layout. Without it the controller's next writes (the uninstall request, gpu.deploy.driver,
+    nvidia.com/mig.config) are refused by its admission policy, so the flow stops here instead of retrying them."""
+    if record.flow == Flow.DRIVER_HANDOVER and not view.opted_in:
+        return f"the hand-over opt-in {HOST_DRIVER_REMOVAL_LABEL} was removed"
+    if record.flow == Flow.MIG_LAYOUT and not view.labels.get(MIG_DESIRED_LABEL):
+        return f"the desired MIG layout {MIG_DESIRED_LABEL} was removed"
+    return ""
 
 
 def _stop_for_halt(view: NodeView, record: Record, halted_by: tuple[str, ...]) -> list[Action]:
@@ -846,8 +869,9 @@ def _mig_recovering(view: NodeView, record: Record, work: Work, ctx: Context) ->
     if answered == MIG_STATE_SUCCESS:
         if view.gpu_pods:
             return _hold_for_pods(view, record, ctx, Reason.GPU_IN_USE)
-        record = replace(record, since=ctx.now)
-        return [_write_mig(view, record, State.MIG_APPLYING, record.target, f"toggled; {record.target} written again")]
+        target = view.labels.get(MIG_DESIRED_LABEL, "") or record.target  # the desired layout may have moved on
+        record = replace(record, since=ctx.now, target=target)
+        return [_write_mig(view, record, State.MIG_APPLYING, target, f"toggled; {target} written")]
     if answered == MIG_STATE_FAILED:
         return _fail_touched(
             view,
@@ -874,7 +898,7 @@ def _smoke_testing(view: NodeView, record: Record, work: Work, ctx: Context) -> 
     if ctx.age("since") > ctx.settings.smoke_timeout_seconds:
         return _fail_touched(view, record, Reason.SMOKE_FAILED, "the smoke pods did not finish in time", ctx)
     return [
-        CreatePod(smoke_pod(view, record, index, resource, ctx.namespace))
+        CreatePod(smoke_pod(view, record, index, resource, ctx.namespace, ctx.settings.runtime_class))
         for index, resource in enumerate(resources)
         if smoke_name(view, record, index) not in present
     ]

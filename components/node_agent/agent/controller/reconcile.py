@@ -168,6 +168,8 @@ class Controller:
         granted = grant(views, works, pools)
         blocked: set[str] = set()
         for view in sorted(views, key=lambda item: item.name):
+            if not view.pool:  # not a node of a managed pool: the controller may not write to it at all
+                continue
             ctx = Context(settings, now, self.namespace, pools.get(view.pool), view.name in granted, ages[view.uid])
             try:
                 actions = decide(view, works[view.name], ctx)

@@ -43,6 +43,8 @@ class Record:
 
     uid: str = ""
     flow: str = ""
+    #: The state this record was written with (the state label mirrors it; a hand edit of the label is undone).
+    state: str = ""
     attempt: int = 0
     #: Observed in the same write that cordons: was the node unschedulable before the controller cordoned it?
     was_unschedulable: bool = False
