@@ -42,3 +42,5 @@ def assert_sound(world: World) -> None:
     """No invariant violated, no forbidden call made, no transition outside the documented table."""
     assert world.metrics.details == [], world.metrics.details
     assert world.api.forbidden == [], world.api.forbidden
+    undeclared = [line for replica in world.replicas for line in replica.log if "UndeclaredTransition" in line]
+    assert undeclared == [], undeclared

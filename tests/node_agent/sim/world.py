@@ -80,6 +80,8 @@ NAMESPACE = "gpu-platform-system"
 POOL = "a100"
 START = 1_800_000_000.0
 ALLOWED = {(t.source.value, t.target.value) for t in TRANSITIONS}
+#: Every (source, target) move any world of this process saw the controller make (the table's coverage test).
+OBSERVED: set[tuple[str, str]] = set()
 
 
 @dataclass
@@ -347,6 +349,8 @@ class World:
                 self.cordoned_by_controller.add(key)
             if (was and not now_unschedulable) or new is None:
                 self.cordoned_by_controller.discard(key)
+            if operator.operator_holds(objects.labels(new)):
+                self.cordoned_by_controller.discard(key)  # the operator's upgrade now holds it: its cordon to lift
         if kind == "nodes" and new is None:
             self.cordoned_by_controller.discard(key)
         if kind == "pods":
@@ -389,6 +393,7 @@ class World:
         after = objects.labels(new).get(STATE_LABEL, "idle")
         if before != after:
             self.metrics.transitions.add((before, after))
+            OBSERVED.add((before, after))
             listed = (before, after) in ALLOWED
             any_failure = after == State.FAILED and objects.labels(new).get(REASON_LABEL) in ANY_STATE_FAILURES
             touched_fail = after == State.FAILED and before in {s.value for s in TOUCHED_STATES}

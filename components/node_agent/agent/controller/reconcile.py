@@ -40,7 +40,10 @@ from components.node_agent.agent.controller.actions import (
     Evict,
     PatchNode,
 )
-from components.node_agent.agent.controller.decide import Context, decide, orphan_lease_actions, wants_slot
+from components.node_agent.agent.controller.decide import decide
+from components.node_agent.agent.controller.decisions.context import Context
+from components.node_agent.agent.controller.decisions.halts import orphan_lease_actions
+from components.node_agent.agent.controller.decisions.slots import wants_slot
 from components.node_agent.agent.controller.view import (
     NodeView,
     PoolView,

@@ -1,0 +1,33 @@
+"""What one decision reads besides the node: the settings, this replica's clock and observations, the pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components.catalog.node_agent import (
+    State,
+)
+from components.node_agent.agent.controller.view import PoolView
+from components.node_agent.agent.settings import Settings
+
+KNOWN_STATES = frozenset(state.value for state in State)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything one decision reads besides the node."""
+
+    settings: Settings
+    now: float
+    namespace: str
+    pool: PoolView | None
+    #: The node may take a slot now (decided per pool, in name order, by the reconcile).
+    granted: bool = False
+    #: Seconds since this replica first saw each time mark of the node's record (``since``, ``step_at``,
+    #: ``evicting_since``): every timeout is measured on this replica's own clock from what it observed, never by
+    #: comparing a time another replica (or the API server) wrote with this one's clock.
+    ages: dict[str, float] = field(default_factory=dict)
+
+    def age(self, mark: str) -> float:
+        """Seconds this replica has seen ``mark`` of the node's record (0 for a mark it has not seen yet)."""
+        return self.ages.get(mark, 0.0)
