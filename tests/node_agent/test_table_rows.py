@@ -59,7 +59,7 @@ def test_a_node_the_operator_takes_while_cordoned_is_released_to_it() -> None:
     world = World(nodes=1, flow="mig", budget="1", pods_per_node=0)
     world.upgrades.running = True  # this test plays the operator
     world.queue = [item for item in world.queue if getattr(item[2], "__name__", "") != "reconcile"]
-    held = {operator.UPGRADE_STATE_LABEL: operator.UpgradeState.CORDON_REQUIRED.value}
+    held: dict[str, str | None] = {operator.UPGRADE_STATE_LABEL: operator.UpgradeState.CORDON_REQUIRED.value}
     on_write_to(world, "node-000", State.CORDONED, lambda: world.label("node-000", held))
     world.run(60.0)
     assert (world.state("node-000"), world.reason("node-000")) == (State.WAITING_SLOT, Reason.OPERATOR_UPGRADING)

@@ -24,7 +24,7 @@ from tests.node_agent.sim import world as sim_world
 
 def _scenarios() -> list[tuple[Callable[..., Any], dict[str, Any]]]:
     """Every test function of the three scenario modules, once per combination of its parameters."""
-    found = []
+    found: list[tuple[Callable[..., Any], dict[str, Any]]] = []
     for module in (test_faults, test_stranded, test_operator_cooperation, test_table_rows):
         for name, function in sorted(vars(module).items()):
             if not name.startswith("test_") or not inspect.isfunction(function):
