@@ -69,6 +69,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/loop.py",
     "components/node_agent/agent/objects.py",
     "components/node_agent/agent/settings.py",
+    "components/node_agent/agent/watch.py",
 )
 CONTROLLER = "node-agent-controller"
 EXECUTOR = "node-agent-executor"

@@ -533,7 +533,7 @@ def test_finding_8_an_executor_may_change_only_its_own_nodes_report() -> None:
         lambda: executor.evict("team", "train-node-001-1"),
         lambda: executor.list_leases(NAMESPACE, "x"),
         lambda: executor.delete_lease(NAMESPACE, "node-agent-x", ""),
-        lambda: executor.list_pods(),
+        lambda: executor.list_pods_on("node-000"),
     ]
     for attempt in attempts:
         with pytest.raises(Exception, match="403"):

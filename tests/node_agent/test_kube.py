@@ -53,7 +53,7 @@ def test_every_call_goes_to_its_api_path(kube: Kube) -> None:
     kube.get_node("n1")
     kube.list_nodes("gpu-platform.io/gpu=true")
     kube.patch_node("n1", {"metadata": {"resourceVersion": "7"}})
-    kube.list_pods()
+    kube.list_pods_on("n1")
     kube.list_daemon_sets("gpu-operator", "app=nvidia-driver-daemonset")
     kube.get_config_map("ns", "node-agent-settings")
     kube.evict("team", "p1")
@@ -66,18 +66,22 @@ def test_every_call_goes_to_its_api_path(kube: Kube) -> None:
     got = [(method, path, ctype) for method, path, ctype, _ in Recorder.seen]
     assert got == [
         ("GET", "/api/v1/nodes/n1", ""),
-        ("GET", "/api/v1/nodes?labelSelector=gpu-platform.io%2Fgpu%3Dtrue", ""),
+        ("GET", "/api/v1/nodes?labelSelector=gpu-platform.io%2Fgpu%3Dtrue&limit=500", ""),
         ("PATCH", "/api/v1/nodes/n1?fieldManager=gpu-platform-node-agent", "application/merge-patch+json"),
-        ("GET", "/api/v1/pods", ""),
-        ("GET", "/apis/apps/v1/namespaces/gpu-operator/daemonsets?labelSelector=app%3Dnvidia-driver-daemonset", ""),
+        ("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&limit=500", ""),
+        (
+            "GET",
+            "/apis/apps/v1/namespaces/gpu-operator/daemonsets?labelSelector=app%3Dnvidia-driver-daemonset&limit=500",
+            "",
+        ),
         ("GET", "/api/v1/namespaces/ns/configmaps/node-agent-settings", ""),
         ("POST", "/api/v1/namespaces/team/pods/p1/eviction", "application/json"),
         ("POST", "/apis/coordination.k8s.io/v1/namespaces/ns/leases", "application/json"),
         ("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/node-agent-u1", "application/json"),
         ("DELETE", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/node-agent-u1", "application/json"),
         ("POST", "/api/v1/namespaces/default/events", "application/json"),
-        ("GET", "/apis/apps/v1/namespaces/gpu-operator/controllerrevisions", ""),
-        ("GET", "/apis/resource.k8s.io/v1/resourceclaims", ""),
+        ("GET", "/apis/apps/v1/namespaces/gpu-operator/controllerrevisions?limit=500", ""),
+        ("GET", "/apis/resource.k8s.io/v1/resourceclaims?limit=500", ""),
     ]
     assert Recorder.seen[6][3]["kind"] == "Eviction"  # policy/v1 Eviction body
     assert Recorder.seen[9][3] == {"preconditions": {"resourceVersion": "3"}}

@@ -283,9 +283,26 @@ class Client:
             self._deny("; ".join(decision.denials))
 
     # -- pods ------------------------------------------------------------------------------------------
-    def list_pods(self) -> list[Obj]:
+    def list_pods_on(self, node: str) -> list[Obj]:
         self._only_controller("list pods")
-        return self._call(False, lambda: list(self.api.store["pods"].values()))
+        return self._call(
+            False, lambda: [p for p in self.api.store["pods"].values() if (p.get("spec") or {}).get("nodeName") == node]
+        )
+
+    def list_namespaced_pods(self, namespace: str, label_selector: str) -> list[Obj]:
+        """``label_selector``: ``key=value`` or ``key`` (the label exists), as the API server parses them."""
+        self._only_controller("list pods")
+        key, has_value, value = label_selector.partition("=")
+        return self._call(
+            False,
+            lambda: [
+                p
+                for p in self.api.store["pods"].values()
+                if p["metadata"].get("namespace") == namespace
+                and key in objects.labels(p)
+                and (not has_value or objects.labels(p)[key] == value)
+            ],
+        )
 
     def evict(self, namespace: str, name: str) -> None:
         self._only_controller("evict")

@@ -25,7 +25,9 @@ from components.catalog.node_agent import (
     REQUEST_ANNOTATION,
     SETTINGS_CONFIG_MAP,
     SETTINGS_KEY,
+    SLOT_STATES,
     SMOKE_LABEL,
+    STATE_LABEL,
     State,
 )
 from components.node_agent.agent import objects
@@ -50,6 +52,7 @@ from components.node_agent.agent.controller.view import (
     build_pools,
     build_views,
     driver_daemon_sets,
+    lease_uid,
 )
 from components.node_agent.agent.controller.work import Work, find_work
 from components.node_agent.agent.kube import Api, ApiError
@@ -78,6 +81,10 @@ class Controller:
     renewed_at: float | None = None
     #: When this replica first saw each time mark of each node's record, and each request (its own clock).
     seen_marks: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    #: The leader Lease as this replica last wrote it (renewed with its resourceVersion: one request).
+    own_lease: dict[str, Any] | None = None
+    #: The last pass saw a node in maintenance or an executor request unanswered (see ``busy``).
+    active: bool = False
 
     # -- leader election ---------------------------------------------------------------------------------
     def lead(self, settings: Settings) -> bool:
@@ -88,13 +95,26 @@ class Controller:
         holder's clock) is never compared with this one's.
         """
         now = self.now()
+        if self.own_lease is not None:
+            # Renewing the Lease it wrote last, with that resourceVersion: one request; a 409 (someone else wrote
+            # it since) falls back to reading it.
+            try:
+                self.own_lease = self.api.replace_lease(self.namespace, self._leader_lease(now, self.own_lease))
+                self.renewed_at = now
+                return True
+            except ApiError as error:
+                self.own_lease = None
+                if error.status != 409:
+                    self.log.append(f"leader: {error}")
+                    self.renewed_at = None
+                    return False
         try:
             try:
                 lease = self.api.get_lease(self.namespace, CONTROLLER_LEASE)
             except ApiError as error:
                 if error.status != 404:
                     raise
-                self.api.create_lease(self.namespace, self._leader_lease(now, None))
+                self.own_lease = self.api.create_lease(self.namespace, self._leader_lease(now, None))
                 self.renewed_at = now
                 return True
             spec = lease.get("spec") or {}
@@ -106,13 +126,19 @@ class Controller:
             if holder != self.identity and now - self.seen_leader_at <= duration:
                 self.renewed_at = None
                 return False
-            self.api.replace_lease(self.namespace, self._leader_lease(now, lease))
+            self.own_lease = self.api.replace_lease(self.namespace, self._leader_lease(now, lease))
             self.renewed_at = now
             return True
         except ApiError as error:
             self.log.append(f"leader: {error}")
             self.renewed_at = None
             return False
+
+    @property
+    def busy(self) -> bool:
+        """A node is in maintenance, or waits for an executor's answer: passes must come often enough for its
+        timeouts, whether anything changes or not."""
+        return self.active
 
     def leading(self) -> bool:
         """This replica may write: it renewed the leader Lease within two thirds of its duration, by its own clock
@@ -138,6 +164,14 @@ class Controller:
         }
 
     # -- one pass ----------------------------------------------------------------------------------------
+    def renew(self) -> bool:
+        """Between passes: only the leader Lease (a replica that stops renewing loses it to another)."""
+        try:
+            return self.lead(self.settings())
+        except (ApiError, ValueError) as error:
+            self.log.append(f"settings: {error}")
+            return False
+
     def settings(self) -> Settings:
         config_map = self.api.get_config_map(self.namespace, SETTINGS_CONFIG_MAP)
         return Settings.from_json(json.loads((config_map.get("data") or {}).get(SETTINGS_KEY, "{}")))
@@ -154,11 +188,11 @@ class Controller:
         now = self.now()
         try:
             nodes = self.api.list_nodes(f"{GPU_NODE_LABEL}=true")
-            pods = self.api.list_pods()
             leases = self.api.list_leases(self.namespace, LEASE_POOL_LABEL)
             key, value = DRIVER_POD_LABEL
             daemon_sets = self.api.list_daemon_sets(settings.operator_namespace, f"{key}={value}")
             revisions = self.api.list_controller_revisions(settings.operator_namespace, "") if daemon_sets else []
+            pods = self._pods(nodes, leases, settings)
         except ApiError as error:
             self.log.append(f"observe: {error}")
             return False
@@ -166,6 +200,10 @@ class Controller:
         sets = driver_daemon_sets(daemon_sets, revisions)
         views = build_views(nodes, pods, leases, settings.operator_namespace, sets, self.blocked, claims)
         pools = build_pools(views, leases, settings.budget)
+        self.active = any(
+            view.state in SLOT_STATES or (view.request.get("id") and view.report.get("id") != view.request.get("id"))
+            for view in views
+        )
         ages = self._ages(views, now)
         works = {view.name: self._work(view, settings, ages[view.uid].get("request", 0.0)) for view in views}
         granted = grant(views, works, pools)
@@ -188,6 +226,26 @@ class Controller:
         self.perform(smoke_cleanup(views, pods, self.namespace), blocked)
         self.blocked = blocked
         return True
+
+    def _pods(
+        self, nodes: list[dict[str, Any]], leases: list[dict[str, Any]], settings: Settings
+    ) -> list[dict[str, Any]]:
+        """The pods a decision reads: the operator's driver pods, the controller's smoke pods, and every pod of the
+        nodes in maintenance (those with a slot state or a Lease), listed per node by ``spec.nodeName``.
+
+        Never every pod of the cluster: a node outside maintenance needs no pod to be decided on (its GPU pods are
+        looked at only once it holds a slot), so an idle fleet costs no pod request, and a rollout costs one list
+        per node it holds per pass.
+        """
+        key, value = DRIVER_POD_LABEL
+        pods = self.api.list_namespaced_pods(settings.operator_namespace, f"{key}={value}")
+        pods += self.api.list_namespaced_pods(self.namespace, SMOKE_LABEL)
+        held = {lease_uid(lease) for lease in leases}
+        for node in nodes:
+            if objects.labels(node).get(STATE_LABEL) in SLOT_STATES or objects.uid(node) in held:
+                pods += self.api.list_pods_on(objects.name(node))
+        unique = {(pod["metadata"].get("namespace", ""), objects.name(pod)): pod for pod in pods}
+        return list(unique.values())
 
     def _ages(self, views: list[NodeView], now: float) -> dict[str, dict[str, float]]:
         """Per node, seconds since this replica first saw each time mark of its record and its current request.

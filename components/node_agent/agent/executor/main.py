@@ -14,8 +14,12 @@ from components.node_agent.agent.executor.host import RealHost
 from components.node_agent.agent.executor.run import Executor
 from components.node_agent.agent.kube import Kube
 from components.node_agent.agent.loop import run_until_stopped
+from components.node_agent.agent.watch import CachedApi
 
-POLL_SECONDS = 5.0
+#: A pass at least this often with nothing changing on the node (its own Node is watched: a request wakes it).
+RESYNC_SECONDS = 1800.0
+#: While a step runs (a reboot waiting for kured), a look this often.
+ACTIVE_SECONDS = 5.0
 
 
 def main() -> int:
@@ -23,14 +27,17 @@ def main() -> int:
     if not node:
         print(f"{ENV_NODE_NAME} must be set (downward API)", file=sys.stderr)
         return 2
+    api = CachedApi(Kube.in_cluster())
     executor = Executor(
-        Kube.in_cluster(),
+        api,
         RealHost("/host"),
         node,
         allow_reboot=os.environ.get(ENV_ALLOW_REBOOT, "true") == "true",
         uninstall_timeout=float(os.environ.get(ENV_UNINSTALL_TIMEOUT, "900")),
     )
-    return run_until_stopped(executor.once, executor.log, POLL_SECONDS)
+    return run_until_stopped(
+        executor.once, executor.log, lambda: ACTIVE_SECONDS if executor.busy else RESYNC_SECONDS, api.changed
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ class Executor:
     log: list[str] = field(default_factory=list)
     #: Called just before the host reboots (the tests' simulated host stops the process there).
     before_reboot: Callable[[], None] = lambda: None
+    #: The last pass left a step unanswered or running (the loop looks again soon instead of waiting for a change).
+    busy: bool = False
 
     def once(self) -> bool:
         """One pass; False when the API could not be read or written (the next pass tries again)."""
@@ -39,9 +41,11 @@ class Executor:
             node = self.api.get_node(self.node)
         except ApiError as error:
             self.log.append(f"get node: {error}")
+            self.busy = True
             return False
         request = objects.json_annotation(node, REQUEST_ANNOTATION)
         report = objects.json_annotation(node, REPORT_ANNOTATION)
+        self.busy = False
         if not request.get("id") or request.get("step") not in {step.value for step in Step}:
             return True
         if report.get("id") == request["id"] and report.get("outcome") in (
@@ -50,6 +54,7 @@ class Executor:
             Outcome.NOT_STARTED,
         ):
             return True  # answered already
+        self.busy = True  # a step under way (a reboot waiting for kured): look again soon
         answer = self.perform(request)
         if answer is None:
             return True
