@@ -12,7 +12,7 @@ $(error make diff needs BASE=<git ref>, for example make diff BASE=main)
 endif
 endif
 
-.PHONY: venv tools promtool chromium upstream preview preview-all diff test fuzz lint format bench clean
+.PHONY: venv tools promtool chromium upstream preview preview-all diff status test fuzz lint format bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "gpu-platform needs Python 3.11 or newer")'
@@ -43,6 +43,11 @@ diff: venv tools upstream  ## what a change does: BASE=<git ref> [STACK=<stack>]
 upstream: venv  ## the pinned upstream artifacts into .upstream/ (from upstream, or UPSTREAM_MIRROR=<dir>), digests checked
 	$(PY) -m tools.fetch_upstream $(if $(UPSTREAM_MIRROR),--mirror $(UPSTREAM_MIRROR))
 
+# Read only. The kubeconfig: KUBECONFIG=<file> on the command line, else the client's own lookup (the KUBECONFIG
+# environment variable, ~/.kube/config, in a pod its ServiceAccount); the stack's: pulumi stack output kubeconfig --show-secrets.
+status: venv  ## is the fleet as declared? STACK=<stack> [KUBECONFIG=<file>] [CONTEXT=<name>] [ARGS=--json|--verbose|--problems]; exit 0 conformant, 1 not, 2 unreadable
+	$(PY) -m tools.status $(STACK) $(if $(filter command line,$(origin KUBECONFIG)),--kubeconfig $(KUBECONFIG)) $(if $(CONTEXT),--context $(CONTEXT)) $(ARGS)
+
 # Both cores: pytest-xdist, a module per worker at a time (module-scoped fixtures run once); the
 # property tests draw the same examples on every run (tests/properties.py).
 TEST_WORKERS ?= 2
@@ -72,6 +77,7 @@ bench: venv tools upstream  ## benchmarks that print figures (fleet scale, previ
 	$(PY) -m benchmarks.bench_mig_pools
 	$(PY) -m benchmarks.bench_policies
 	$(PY) -m benchmarks.bench_node_agent
+	$(PY) -m benchmarks.bench_api_load
 	$(PY) -m benchmarks.bench_render
 	$(PY) -m benchmarks.bench_tests
 

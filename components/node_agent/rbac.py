@@ -24,24 +24,28 @@ class PolicyRule:
 
 #: The controller, cluster-wide: Nodes are cluster-scoped and GPU pods live in every namespace.
 CONTROLLER_CLUSTER_RULES: tuple[PolicyRule, ...] = (
-    PolicyRule(("",), ("nodes",), ("get", "list", "patch")),  # observe; state, cordon, labels (admission narrows)
-    PolicyRule(("",), ("pods",), ("list",)),  # the pods of the nodes it holds
+    # observe (a list, then a watch); state, cordon, labels (admission narrows)
+    PolicyRule(("",), ("nodes",), ("get", "list", "watch", "patch")),
+    PolicyRule(("",), ("pods",), ("list",)),  # the pods of the nodes it holds (fieldSelector spec.nodeName)
     PolicyRule(("",), ("pods/eviction",), ("create",)),  # the Eviction API: PodDisruptionBudgets respected
     # A pod holding a claim the NVIDIA DRA driver allocated is a GPU pod (as the GPU Operator counts them).
     PolicyRule(("resource.k8s.io",), ("resourceclaims",), ("list",)),
 )
 #: The controller, in the agent's namespace: node Leases, its leader Lease, smoke pods, its settings.
 CONTROLLER_NAMESPACE_RULES: tuple[PolicyRule, ...] = (
-    PolicyRule(("coordination.k8s.io",), ("leases",), ("get", "list", "create", "update", "delete")),
-    PolicyRule(("",), ("pods",), ("create", "delete")),
-    PolicyRule(("",), ("configmaps",), ("get",), (SETTINGS_CONFIG_MAP,)),
+    PolicyRule(("coordination.k8s.io",), ("leases",), ("get", "list", "watch", "create", "update", "delete")),
+    PolicyRule(("",), ("pods",), ("list", "watch", "create", "delete")),  # its smoke pods
+    # By name: RBAC authorizes a list or watch by resourceNames when it carries fieldSelector=metadata.name.
+    PolicyRule(("",), ("configmaps",), ("get", "list", "watch"), (SETTINGS_CONFIG_MAP,)),
 )
 #: The controller, in the operator's namespace: the driver DaemonSets declare the driver image, and their newest
 #: ControllerRevision says which driver pods are current (as k8s-operator-libs judges them).
 CONTROLLER_OPERATOR_RULES: tuple[PolicyRule, ...] = (
-    PolicyRule(("apps",), ("daemonsets", "controllerrevisions"), ("list",)),
+    PolicyRule(("apps",), ("daemonsets", "controllerrevisions"), ("list", "watch")),
+    PolicyRule(("",), ("pods",), ("list", "watch")),  # the driver pods (label app.kubernetes.io/component)
 )
 #: The controller, in ``default``: the API server accepts Events about cluster-scoped objects (Nodes) only there.
 CONTROLLER_EVENT_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("events",), ("create",)),)
-#: The executors: their own Node (the admission policy: only its own, only the report annotation).
-EXECUTOR_CLUSTER_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("nodes",), ("get", "patch")),)
+#: The executors: their own Node, watched (``fieldSelector=metadata.name``; RBAC cannot name a node per executor,
+#: so reading is cluster-wide) and patched (the admission policy: only its own, only the report annotation).
+EXECUTOR_CLUSTER_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("nodes",), ("get", "list", "watch", "patch")),)

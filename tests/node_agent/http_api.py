@@ -124,6 +124,8 @@ class FakeApiServer:
         self.bytes_out = 0
         self.bytes_in = 0
         self.open_watches = 0
+        #: (time.monotonic(), verb, resource) of every write, in order.
+        self.writes: list[tuple[float, str, str]] = []
         self.lock = threading.Lock()
         self.closing = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -173,6 +175,8 @@ class FakeApiServer:
             def _count(self, verb: str, resource: str) -> None:
                 with api.lock:
                     api.counts[(verb, resource)] += 1
+                    if verb in ("create", "update", "patch", "delete"):
+                        api.writes.append((time.monotonic(), verb, resource))
 
             def do_GET(self) -> None:
                 parsed = urllib.parse.urlparse(self.path)

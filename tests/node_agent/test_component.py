@@ -190,12 +190,14 @@ def _rules(run: ProgramRun, kind: str, name: str) -> set[tuple[str, str, str]]:
 
 def test_finding_8_only_the_controller_evicts_lists_pods_and_writes_leases(dev: ProgramRun) -> None:
     executor = _rules(dev, "ClusterRole", "node-agent-executor-cluster-role")
-    assert executor == {("", "nodes", "get"), ("", "nodes", "patch")}
+    # its own Node, watched by name (RBAC cannot name a node per executor; the admission policy limits the patch)
+    assert executor == {("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch"), ("", "nodes", "patch")}
     assert len(EXECUTOR_CLUSTER_RULES) == 1
     controller = _rules(dev, "ClusterRole", "node-agent-controller-cluster-role")
     assert controller == {
         ("", "nodes", "get"),
         ("", "nodes", "list"),
+        ("", "nodes", "watch"),
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
@@ -203,9 +205,23 @@ def test_finding_8_only_the_controller_evicts_lists_pods_and_writes_leases(dev: 
     }
     assert len(CONTROLLER_CLUSTER_RULES) == 4
     operator_role = _rules(dev, "Role", "node-agent-operator-role")
-    assert operator_role == {("apps", "daemonsets", "list"), ("apps", "controllerrevisions", "list")}
+    assert operator_role == {
+        ("apps", "daemonsets", "list"),
+        ("apps", "daemonsets", "watch"),
+        ("apps", "controllerrevisions", "list"),
+        ("apps", "controllerrevisions", "watch"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+    }
     namespaced = _rules(dev, "Role", "node-agent-controller-role")
-    assert {verb for _, res, verb in namespaced if res == "leases"} == {"get", "list", "create", "update", "delete"}
+    assert {verb for _, res, verb in namespaced if res == "leases"} == {
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "delete",
+    }
     bindings = [
         r
         for r in dev.registrations

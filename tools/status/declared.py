@@ -1,0 +1,214 @@
+"""What the stack declares for each GPU node, decided by the stack's own plan, offline.
+
+The stack file is read by the preview's strict reader (``preview.run.stack_file``), handed to the program's own
+config loader (``components.stack.load.load_stack_config``) as the engine hands it to ``__main__.py``, and
+planned by ``components.stack.plan.plan_stack``: no Pulumi CLI, no credentials, no engine. The loader reads the
+Pulumi SDK's config ContextVars; they are set in a copied context, so nothing of it outlives the call.
+
+What a node must show is what the proof of a driver step checks (``components.gpu_operator.proof_steps``): the
+declared driver version, the image its driver container runs and the NVIDIADriver that owns the node; the MIG
+config and exactly the GPU resources the plan says a node advertises. A pool the stack proves (a proof Job step
+covers it) is expected to carry a proof record.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pulumi.runtime import set_all_config
+
+from components.base.problems import Problem, StackConfigError
+from components.catalog.names import MIG_CONFIG_LABEL, NODE_GROUP_LABEL
+from components.gpu_operator.proof_steps import step_settings
+from components.mig.recorded import RecordedPlan, parse_recorded_plan, record_file_name
+from components.stack.load import load_stack_config
+from components.stack.plan import Plan, plan_stack
+from components.yandex.naming import node_labels as node_group_labels
+from preview.run.stack_file import load_stack_file
+
+
+@dataclass(frozen=True)
+class DriverDeclaration:
+    """The driver a pool's nodes must run."""
+
+    owner: str  #: "operator" (the GPU Operator's driver pods) or "host" (the hosts' own driver)
+    version: str  #: what GPU Feature Discovery must report
+    image: str = ""  #: what the driver container's image starts with (operator only)
+    resource: str = ""  #: the NVIDIADriver that must own the node ("": the ClusterPolicy's driver, or host)
+
+
+@dataclass(frozen=True)
+class PoolDeclaration:
+    """One ``gpuPools`` entry of the stack: what each of its nodes must show."""
+
+    gpu_pool: str  #: the key in the ``gpuPools`` output: a node group's name, or a bare-metal node's name
+    pool: str  #: the nodes' ``gpu-platform.io/node-group`` label: the group, or the bare-metal ``pool``
+    config_path: str  #: where the config declares it (``nodeGroups.a100``, ``bareMetal.nodes[0]``)
+    bare_metal: bool
+    labels: Mapping[str, str]  #: every label the program puts on the nodes (the MIG config label aside)
+    driver: DriverDeclaration | None  #: None: the GPU Operator is off, nothing declares a driver
+    mig_config: str | None  #: the ``nvidia.com/mig.config`` the nodes must have applied (None: no MIG layout)
+    resources: Mapping[str, int]  #: the GPU resources a node advertises (allocatable), exactly
+    proven: bool  #: a proof step of the stack covers the pool: its nodes are expected to carry a proof record
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The whole stack, as the status command compares it with the cluster."""
+
+    stack: str
+    cluster: str
+    kind: str
+    operator_namespace: str | None  #: where the driver pods are (None: the GPU Operator is off)
+    pools: tuple[PoolDeclaration, ...]
+    #: Node groups that are not GPU pools (``gpus: 0``): their nodes are not reported as nodes of no pool.
+    other_groups: frozenset[str] = field(default_factory=frozenset)
+
+    def for_node(self, name: str, labels: Mapping[str, str]) -> PoolDeclaration | None:
+        """The pool a live node belongs to: a bare-metal node by its name, a group's node by its group label."""
+        for pool in self.pools:
+            if pool.bare_metal and pool.gpu_pool == name:
+                return pool
+        group = labels.get(NODE_GROUP_LABEL)
+        return next((p for p in self.pools if not p.bare_metal and p.pool == group), None)
+
+    @property
+    def bare_metal_hosts(self) -> tuple[PoolDeclaration, ...]:
+        return tuple(pool for pool in self.pools if pool.bare_metal)
+
+
+class DeclarationError(Exception):
+    """The stack cannot be planned (no stack file, a refused config); ``str()`` says why, one problem a line."""
+
+
+def load_plan(stack: str, root: Path) -> Plan:
+    """The stack's plan, as ``pulumi up`` would compute it (secure values are the preview's offline dummies)."""
+    try:
+        stack_file = load_stack_file(root, stack)
+    except (FileNotFoundError, ValueError) as error:  # StackFileError is a ValueError
+        raise DeclarationError(str(error)) from None
+
+    def plan_in_context() -> Plan:
+        set_all_config(stack_file.config, secret_keys=stack_file.secret_keys)
+        return plan_stack(load_stack_config(), _recorded_mig_plan(root, stack))
+
+    try:
+        return contextvars.copy_context().run(plan_in_context)
+    except StackConfigError as error:
+        lines = [f"Pulumi.{stack}.yaml is refused (pulumi up would stop too):", *(str(p) for p in error.problems)]
+        raise DeclarationError("\n  ".join(lines)) from None
+
+
+def _recorded_mig_plan(root: Path, stack: str) -> RecordedPlan | None:
+    """``mig-plans/<stack>.yaml`` beside the stack file, as the program reads it (``read_recorded_mig_plan``)."""
+    name = record_file_name(stack)
+    path = root / name
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise StackConfigError([Problem(name, f"cannot be read: {error}")]) from None
+    recorded, problems = parse_recorded_plan(text, name)
+    if problems:
+        raise StackConfigError(problems)
+    return recorded
+
+
+def proven_pools(plan: Plan) -> frozenset[str]:
+    """The pools a proof step of the program covers (``components.stack.program``: the canary and main driver
+    steps where the operator owns the driver, the MIG step where the hosts do); none with the smoke test off."""
+    operator = plan.operator
+    if operator is None:
+        return frozenset()
+    driver = operator.driver
+    if driver.owner == "operator":
+        steps = [("canary", driver.canary_groups), ("main", driver.later_groups)]
+    else:
+        steps = [("mig", ())]
+    proven: set[str] = set()
+    for step, groups in steps:
+        if step != "mig" and not groups:
+            continue
+        settings = plan.proof_settings(step, groups)
+        proven.update(entry["pool"] for entry in (settings or {}).get("pools", []))
+    return frozenset(proven)
+
+
+def _drivers(plan: Plan) -> dict[str, DriverDeclaration]:
+    """Pool -> its declared driver: the same entries the driver steps' proofs check (``step_settings``)."""
+    operator = plan.operator
+    if operator is None:
+        return {}
+    driver = operator.driver
+    if driver.owner != "operator":
+        return {pool.name: DriverDeclaration("host", driver.version) for pool in plan.pools}
+    every_pool = {pool.name: "" for pool in plan.pools}
+    settings = step_settings(
+        "status",
+        driver.groups,
+        driver,
+        plan.pools,
+        values=operator.values,
+        objects=operator.nvidia_drivers,
+        chart_version=plan.config.gpu_operator.chart_version,
+        resources=every_pool,
+        mig={},
+        image="",
+        namespace="",
+        operator_namespace="",
+        deadline_seconds=0,
+    )
+    return {
+        entry["pool"]: DriverDeclaration("operator", entry["driver_version"], entry["driver_image"], entry["owner"])
+        for entry in (settings or {}).get("pools", [])
+    }
+
+
+def declaration(plan: Plan, stack: str) -> Declaration:
+    """Every pool of ``plan`` with what its nodes must show."""
+    config = plan.config
+    drivers = _drivers(plan)
+    proven = proven_pools(plan)
+    groups = config.gpu_node_groups
+    bare_metal = {node.name: node for node in config.bare_metal.nodes} if config.bare_metal else {}
+    bare_metal_labels = plan.bare_metal_node_labels
+    pools = []
+    for pool in plan.pools:
+        if pool.bare_metal:
+            labels = dict(bare_metal_labels[pool.name])
+            label_value = bare_metal[pool.name].pool
+        else:
+            labels = {**node_group_labels(pool.name, groups[pool.name]), **plan.node_labels(pool.name)}
+            label_value = pool.name
+        mig_config = plan.mig.labels(pool.name).get(MIG_CONFIG_LABEL)
+        labels.pop(MIG_CONFIG_LABEL, None)  # compared as the MIG layout, with mig-manager's answer
+        pools.append(
+            PoolDeclaration(
+                gpu_pool=pool.name,
+                pool=label_value,
+                config_path=pool.config_path,
+                bare_metal=pool.bare_metal,
+                labels=dict(sorted(labels.items())),
+                driver=drivers.get(pool.name),
+                mig_config=mig_config,
+                resources=dict(sorted(plan.mig.resources_per_node(pool).items())),
+                proven=pool.name in proven,
+            )
+        )
+    return Declaration(
+        stack=stack,
+        cluster=config.cluster.name,
+        kind=config.cluster.kind,
+        operator_namespace=config.gpu_operator.namespace if plan.operator is not None else None,
+        pools=tuple(pools),
+        other_groups=frozenset(name for name in config.node_groups if name not in groups),
+    )
+
+
+def load_declaration(stack: str, root: Path) -> Declaration:
+    """The declaration of ``Pulumi.<stack>.yaml`` in ``root``; ``DeclarationError`` when it cannot be planned."""
+    return declaration(load_plan(stack, root), stack)
