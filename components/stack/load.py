@@ -116,8 +116,13 @@ def read_recorded_mig_plan() -> RecordedPlan | None:
     Read from the project folder, where the engine runs the program, like the stack file beside it;
     None when the stack has recorded none (every GPU is then free to the planner).
     """
-    name = record_file_name(pulumi.get_stack())
-    path = Path(name)
+    return recorded_mig_plan(Path("."), pulumi.get_stack())
+
+
+def recorded_mig_plan(folder: Path, stack: str) -> RecordedPlan | None:
+    """``mig-plans/<stack>.yaml`` in ``folder``; None when there is none. Also read by the status command."""
+    name = record_file_name(stack)
+    path = folder / name
     if not path.is_file():
         return None
     try:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.node_agent.sim.api import merge_patch
+
 Obj = dict[str, Any]
 
 
@@ -348,7 +350,7 @@ class FakeApiServer:
                 if wanted and wanted != current["metadata"]["resourceVersion"]:
                     self._send(409, {"kind": "Status", "code": 409, "message": "conflict"})
                     return
-                self._send(200, api.store.put(collection, _merge(current, patch)))
+                self._send(200, api.store.put(collection, merge_patch(current, patch)))
 
             def do_DELETE(self) -> None:
                 path = urllib.parse.urlparse(self.path).path
@@ -360,16 +362,3 @@ class FakeApiServer:
                 self._send(200, {"kind": "Status", "code": 200})
 
         return Handler
-
-
-def _merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge(result.get(key), value)
-    return result

@@ -44,3 +44,15 @@ def assert_sound(world: World) -> None:
     assert world.api.forbidden == [], world.api.forbidden
     undeclared = [line for replica in world.replicas for line in replica.log if "UndeclaredTransition" in line]
     assert undeclared == [], undeclared
+
+
+def done(world: World) -> None:
+    """Run the world until every node is settled, then check every invariant."""
+    world.settle()
+    assert_sound(world)
+
+
+def until_state(world: World, node: str, state: str, limit: float = 3600.0) -> None:
+    """Run the world until ``node`` is in ``state`` (and fail if it never gets there)."""
+    world.run(limit, until=lambda: world.state(node) == state)
+    assert world.state(node) == state

@@ -30,15 +30,10 @@ from components.catalog.node_agent import (
 )
 from components.node_agent.agent import objects
 from components.node_agent.agent.controller.reconcile import Controller
-from tests.node_agent.invariants import assert_sound, proves
+from tests.node_agent.invariants import assert_sound, done, proves
 from tests.node_agent.sim.actors import LAYOUTS
 from tests.node_agent.sim.api import Client, Pdb
 from tests.node_agent.sim.world import NAMESPACE, World
-
-
-def done(world: World) -> None:
-    world.settle()
-    assert_sound(world)
 
 
 def states(world: World) -> set[str]:

@@ -26,17 +26,12 @@ from components.catalog.node_agent import (
     State,
 )
 from components.node_agent.agent import objects
-from tests.node_agent.invariants import assert_sound, proves
+from tests.node_agent.invariants import assert_sound, done, proves
 from tests.node_agent.sim.actors import OperatorDriver
 from tests.node_agent.sim.api import clone
 from tests.node_agent.sim.world import NAMESPACE, World
 
 NEW_DRIVER = "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"
-
-
-def done(world: World) -> None:
-    world.settle()
-    assert_sound(world)
 
 
 def operator_states(world: World) -> dict[str, str]:

@@ -28,20 +28,10 @@ from components.catalog.node_agent import (
     State,
 )
 from components.node_agent.agent import objects
-from tests.node_agent.invariants import assert_sound, proves
+from tests.node_agent.invariants import assert_sound, done, proves, until_state
 from tests.node_agent.sim.actors import LAYOUTS
 from tests.node_agent.sim.api import Pdb
 from tests.node_agent.sim.world import World
-
-
-def done(world: World) -> None:
-    world.settle()
-    assert_sound(world)
-
-
-def until_state(world: World, node: str, state: str, limit: float = 3600.0) -> None:
-    world.run(limit, until=lambda: world.state(node) == state)
-    assert world.state(node) == state
 
 
 # -- 1. a cordon the agent made is never taken for somebody else's ------------------------------------------

@@ -19,14 +19,9 @@ from components.catalog.node_agent import (
     Reason,
     State,
 )
-from tests.node_agent.invariants import assert_sound, proves
+from tests.node_agent.invariants import done, proves
 from tests.node_agent.sim.actors import LAYOUTS
 from tests.node_agent.sim.world import World
-
-
-def done(world: World) -> None:
-    world.settle()
-    assert_sound(world)
 
 
 def on_write_to(world: World, node: str, state: State, act: Any) -> None:

@@ -20,11 +20,10 @@ from pathlib import Path
 
 from pulumi.runtime import set_all_config
 
-from components.base.problems import Problem, StackConfigError
+from components.base.problems import StackConfigError
 from components.catalog.names import MIG_CONFIG_LABEL, NODE_GROUP_LABEL
 from components.gpu_operator.proof_steps import step_settings
-from components.mig.recorded import RecordedPlan, parse_recorded_plan, record_file_name
-from components.stack.load import load_stack_config
+from components.stack.load import load_stack_config, recorded_mig_plan
 from components.stack.plan import Plan, plan_stack
 from components.yandex.naming import node_labels as node_group_labels
 from preview.run.stack_file import load_stack_file
@@ -93,29 +92,13 @@ def load_plan(stack: str, root: Path) -> Plan:
 
     def plan_in_context() -> Plan:
         set_all_config(stack_file.config, secret_keys=stack_file.secret_keys)
-        return plan_stack(load_stack_config(), _recorded_mig_plan(root, stack))
+        return plan_stack(load_stack_config(), recorded_mig_plan(root, stack))
 
     try:
         return contextvars.copy_context().run(plan_in_context)
     except StackConfigError as error:
         lines = [f"Pulumi.{stack}.yaml is refused (pulumi up would stop too):", *(str(p) for p in error.problems)]
         raise DeclarationError("\n  ".join(lines)) from None
-
-
-def _recorded_mig_plan(root: Path, stack: str) -> RecordedPlan | None:
-    """``mig-plans/<stack>.yaml`` beside the stack file, as the program reads it (``read_recorded_mig_plan``)."""
-    name = record_file_name(stack)
-    path = root / name
-    if not path.is_file():
-        return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise StackConfigError([Problem(name, f"cannot be read: {error}")]) from None
-    recorded, problems = parse_recorded_plan(text, name)
-    if problems:
-        raise StackConfigError(problems)
-    return recorded
 
 
 def proven_pools(plan: Plan) -> frozenset[str]:

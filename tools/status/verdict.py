@@ -39,9 +39,8 @@ from components.catalog.nvidia_driver import GFD_DRIVER_VERSION_LABEL, GPU_PRESE
 from components.node_agent.agent import objects
 from tools.status.declared import Declaration, PoolDeclaration
 
-#: The node's proof record, written by the proof of each node (JSON ``{"result": "passed"|"failed", "at":
-#: "<RFC3339>", "reason", "driver", "mig"}``). To move to ``components.catalog.names`` with the continuous proof.
-PROOF_ANNOTATION: Final = "gpu-platform.io/node-agent.proof"
+#: The node's proof record (``components.catalog.node_agent``), written by the rollout controller's continuous proof.
+PROOF_ANNOTATION: Final = agent.PROOF_ANNOTATION
 
 
 class Verdict(StrEnum):
@@ -153,16 +152,7 @@ def _condition(node: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 def advertised(node: Mapping[str, Any]) -> dict[str, int]:
     """The NVIDIA resources in the node's allocatable with a count above zero."""
-    found: dict[str, int] = {}
-    for key, value in ((node.get("status") or {}).get("allocatable") or {}).items():
-        if key.startswith(objects.GPU_RESOURCE_PREFIX):
-            try:
-                count = int(str(value))
-            except ValueError:
-                continue
-            if count > 0:
-                found[key] = count
-    return dict(sorted(found.items()))
+    return objects.gpu_resources((node.get("status") or {}).get("allocatable") or {})
 
 
 def is_gpu_node(node: Mapping[str, Any]) -> bool:

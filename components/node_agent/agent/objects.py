@@ -179,6 +179,20 @@ def parse_time(text: str) -> float:
     return 0.0
 
 
+def gpu_resources(allocatable: dict[str, Any]) -> dict[str, int]:
+    """The NVIDIA resources in a node's allocatable with a count above zero, by name."""
+    found: dict[str, int] = {}
+    for key, value in allocatable.items():
+        if key.startswith(GPU_RESOURCE_PREFIX):
+            try:
+                count = int(str(value))
+            except ValueError:
+                continue
+            if count > 0:
+                found[key] = count
+    return dict(sorted(found.items()))
+
+
 def advertises_exactly(allocatable: dict[str, Any], planned: dict[str, int]) -> bool:
     """The node's allocatable NVIDIA resources are exactly ``planned`` (names, and counts where planned > 0).
 
@@ -187,15 +201,7 @@ def advertises_exactly(allocatable: dict[str, Any], planned: dict[str, int]) -> 
     """
     if not planned:
         return True
-    advertised: dict[str, int] = {}
-    for key, value in allocatable.items():
-        if key.startswith(GPU_RESOURCE_PREFIX):
-            try:
-                count = int(str(value))
-            except ValueError:
-                continue
-            if count > 0:
-                advertised[key] = count
+    advertised = gpu_resources(allocatable)
     if all(count == 0 for count in planned.values()):
         return set(advertised) == set(planned)
     return advertised == {key: count for key, count in planned.items() if count > 0}
