@@ -359,6 +359,9 @@ CONTROLLER_LABELS: Final = (
 #: A person asks for another attempt of a failed node with this annotation (any new value): the controller gives
 #: the node back as it was before the first attempt (its cordon, the skip label), clears the halt, and starts over.
 RETRY_ANNOTATION: Final = f"{AGENT_PREFIX}retry"
+#: The node's proof record, read by ``tools/status`` and the alerts: JSON
+#: ``{"result": "passed"|"failed", "at": "<RFC3339>", "reason": str, "driver": str, "mig": str}``.
+PROOF_ANNOTATION: Final = f"{AGENT_PREFIX}proof"
 #: Every annotation key the controller may change on a Node: its own, and the operator's initial-state note, which
 #: it removes when the operator wrote it only because the controller's own cordon was there (see
 #: docs/node-agent.md, "Sharing nodes with the GPU Operator").
