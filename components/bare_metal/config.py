@@ -16,8 +16,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from components.base.config_model import ConfigModel, label_problems
+from components.bare_metal import host_prep_steps as steps
+from components.base.config_model import ConfigModel, label_problems, taint_key_problems
 from components.base.problems import Problem, join_path
+from components.catalog.file_paths import file_path_problem
 from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
 from components.catalog.kernel_args import kernel_arg_problem
 from components.catalog.kubernetes import (
@@ -31,7 +33,6 @@ from components.gpu_operator.pool_config import PoolDriverConfig
 from components.mig.config import MigConfig
 
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_ABSOLUTE_PATH = re.compile(r"/[^\s'\"]{0,4095}\Z")
 _KERNEL_ARG = re.compile(r"^[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:/@+-]*)?$")
 
 
@@ -157,11 +158,9 @@ class BareMetalConfig(ConfigModel):
             if node.driver is not None:
                 yield from node.driver.problems(join_path(node_path, "driver"))
         prep = self.host_preparation
-        if not _ABSOLUTE_PATH.match(prep.containerd_config):
-            yield Problem(
-                join_path(path, "hostPreparation", "containerdConfig"),
-                f"{prep.containerd_config[:80]!r} must be an absolute path without spaces or quotes",
-            )
+        containerd = _step_input_problem("container-toolkit", "CONTAINERD_CONFIG", prep.containerd_config)
+        if containerd:
+            yield Problem(join_path(path, "hostPreparation", "containerdConfig"), containerd)
         extra = frozenset(prep.extra_kernel_arg_names)
         for index, argument in enumerate(prep.kernel_args):
             problem = kernel_arg_problem(argument, extra)
@@ -195,6 +194,20 @@ class BareMetalConfig(ConfigModel):
                 yield Problem(join_path(path, key), f"{problem} (it is part of the SSH command)")
 
 
+def _step_input_problem(step: str, name: str, value: str) -> str | None:
+    """Why the host cannot take ``value`` for the host-preparation step's input ``name``: a path its file system
+    cannot open, or a value the step's own check refuses; None when it takes it."""
+    path = file_path_problem(value)
+    if path:
+        return f"{value[:80]!r} {path}"
+    try:
+        steps.get_step(step).input(name).check(value)
+    except steps.HostPrepInputError as error:
+        shown = str(error).removeprefix(f"{name}: ").removeprefix(f"{value!r} is not valid: ")
+        return f"{value[:80]!r} is refused by the {step} step's own input check ({name}): {shown}"
+    return None
+
+
 def host_problem(host: str) -> str | None:
     """Why ``host`` is neither an IP address nor a DNS name SSH can reach, or None."""
     try:
@@ -209,6 +222,7 @@ def _taint_problems(node: BareMetalNode, node_path: str) -> Iterator[Problem]:
     parsed, problems = check_taints(node.taints)
     for index, message in problems:
         yield Problem(join_path(node_path, "taints", *(() if index is None else (index,))), message)
+    yield from taint_key_problems(node.taints, join_path(node_path, "taints"))
     untainted = gpu_node_taint_problem(parsed)
     if len(parsed) == len(node.taints) and not node.allow_untainted and untainted:
         yield Problem(

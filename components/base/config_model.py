@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import types
 import typing
+import unicodedata
 from collections.abc import Iterator
 from typing import Annotated, Any, Union
 
@@ -23,7 +24,7 @@ from components.catalog.kubernetes import (
     label_value_problem,
     reserved_label_key_problem,
 )
-from components.catalog.names import OWNED_NODE_LABELS
+from components.catalog.names import OWNED_KEY_PREFIXES, OWNED_NODE_LABELS
 
 #: The key that tells the members of a discriminated config block apart (``cluster.kind``).
 DISCRIMINATOR = "kind"
@@ -47,12 +48,30 @@ class ConfigModel(BaseModel):
 
         Why here, once: ``leaseTtlSeconds: 1e12`` parses as an int and would otherwise reach the Lease's int32
         ``leaseDurationSeconds`` (or a Go duration) and fail there, or wrap. Narrower ranges are each field's own.
+        Every text likewise: a control character is refused here once (``control_character_problem``).
         """
         if isinstance(value, int) and not isinstance(value, bool):
             problem = int32_problem(value)
             if problem:
                 raise ValueError(problem)
+        if isinstance(value, str):  # a list's or a map's texts are each checked by their grammar, at their index
+            problem = control_character_problem(value)
+            if problem:
+                raise ValueError(problem)
         return value
+
+
+def control_character_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a config value: it holds a control character (a 0 byte, a line break, an escape).
+
+    No key of the stack takes one: every value ends in a name, a label, a path, a one-line command argument or a
+    text shown on one line; a 0 byte ends a C string early (a path, a label on the host) and a line break splits a
+    line-based format (the host steps' ``export`` lines, an annotation shown in a table).
+    """
+    found = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if found is None:
+        return None
+    return f"holds the control character {found!r} ({ord(found):#06x}); no key of the stack takes one"
 
 
 def _allowed_keys(model: type[BaseModel]) -> list[str]:
@@ -172,10 +191,19 @@ def _one_per_union(problems: list[Problem]) -> list[Problem]:
     return result
 
 
+def taint_key_problems(texts: list[str], path: str) -> Iterator[Problem]:
+    """A user taint whose key is in a family the platform writes (the node agent removes its own taints)."""
+    for index, text in enumerate(texts):
+        key = text.rpartition(":")[0].partition("=")[0]
+        problem = reserved_label_key_problem(key, (), OWNED_KEY_PREFIXES) if key else None
+        if problem:
+            yield Problem(join_path(path, index), problem)
+
+
 def label_problems(labels: dict[str, str], path: str) -> Iterator[Problem]:
     """Problems of every key and value of a user's node label map (reserved and platform-owned keys refused)."""
     for key, value in labels.items():
-        problem = label_key_problem(key) or reserved_label_key_problem(key, OWNED_NODE_LABELS)
+        problem = label_key_problem(key) or reserved_label_key_problem(key, OWNED_NODE_LABELS, OWNED_KEY_PREFIXES)
         for found in (problem, label_value_problem(value)):
             if found:
                 yield Problem(join_path(path, key), found)

@@ -4,7 +4,8 @@ PyYAML's ``safe_load`` silently keeps the last of two duplicate keys, turns ``20
 date and ``!!binary``/``!!set`` into non-JSON types, and expands aliases without bound (an alias bomb
 runs for minutes and takes gigabytes). Stack config is JSON-shaped and the CLI refuses duplicate
 keys, so this reader allows exactly that: mappings with string keys, sequences, strings, numbers,
-booleans and null, bounded in depth and in the size aliases expand to. Every refusal carries the
+booleans and null, bounded in depth and in the size aliases expand to; merge keys (``<<: *anchor``) are
+resolved as YAML defines them. Every refusal carries the
 line and column of the offending node.
 
 It lives in ``components.base`` because both the offline preview (``preview/run/stack_file.py``, the stack
@@ -26,6 +27,11 @@ MAX_DEPTH = 64  #: nesting levels a stack file may use (the deepest real key pat
 #: YAML libraries bound alias bombs, not on the number of alias uses: a 1,000-node stack that shares its
 #: taints through one anchor is ~60,000 values; seven nested 9-fold aliases are 4.8 million.
 MAX_EXPANDED_NODES = 200_000
+
+#: The tag of ``<<`` (https://yaml.org/type/merge.html): a mapping's keys laid under another's, the usual way a stack
+#: file shares one node group's settings with others (``<<: *gpu-defaults``). The Pulumi CLI reads stack files with
+#: gopkg.in/yaml.v3, which resolves merge keys the same way (a key of the mapping itself wins over a merged one).
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 #: What the duplicate-key refusal adds for a stack file (``load``); other files pass their own note.
 STACK_FILE_DUPLICATE_NOTE = " and the Pulumi CLI refuses the file"
@@ -62,6 +68,8 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[str, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:
+                continue  # ``<<: *defaults``: merged below, the mapping's own keys win (YAML merge key type)
             if not isinstance(key_node, ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
                 line, column = _where(key_node)
                 raise StrictYamlError("a mapping key must be a string (quote it)", line, column)
@@ -74,6 +82,7 @@ class _StrictLoader(yaml.SafeLoader):
                     column,
                 )
             seen[key] = key_node.start_mark.line + 1
+        self.flatten_mapping(node)  # the merged keys first, then the mapping's own: the later (own) value wins
         return super().construct_mapping(node, deep=deep)
 
 
@@ -231,10 +240,9 @@ def _read(text: str, lines: dict[KeyPath, int] | None, duplicate_note: str) -> A
         if root is None:
             return None
         _check_shape(root)
-        document = loader.construct_document(root)
         if lines is not None:
-            _note_lines(root, lines)
-        return document
+            _note_lines(root, lines)  # before constructing: merge keys are then still as written
+        return loader.construct_document(root)
     except StrictYamlError:
         raise
     except yaml.MarkedYAMLError as error:

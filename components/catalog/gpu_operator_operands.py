@@ -91,3 +91,43 @@ def registry_allowed(reference: str, allowed: tuple[str, ...] | list[str]) -> bo
         if prefix and (name == prefix or name.startswith(prefix + "/")):
             return True
     return False
+
+
+# ----------------------------------------------------------------------------------------------
+# ``daemonsets.rollingUpdate.maxUnavailable``: how the operator writes it into its operands.
+#
+# gpu-operator v26.7.0 ``controllers/object_controls.go`` ``applyUpdateStrategyConfig``: with the RollingUpdate
+# strategy every operand DaemonSet but the driver's gets ``RollingUpdate{MaxUnavailable: ...}`` and no ``maxSurge``:
+# a value ending in ``%`` is kept as a string, any other is ``strconv.ParseInt(value, 10, 32)`` (an error fails the
+# reconcile). Kubernetes then applies its own rule to the DaemonSet (k8s.io/kubernetes ``pkg/apis/apps/validation``
+# ValidateRollingUpdateDaemonSet: ``maxUnavailable`` an int >= 0 or ``[0-9]+%`` up to 100%, and "may not be 0 when
+# `maxSurge` is 0"): a 0 in any spelling (``0``, ``"00"``, ``"0%"``) is refused on every operand, whose rolling
+# update then never proceeds.
+
+#: The source of ``operand_max_unavailable_problem``, for messages.
+MAX_UNAVAILABLE_RULE: Final = (
+    "gpu-operator applyUpdateStrategyConfig writes it with no maxSurge; Kubernetes ValidateRollingUpdateDaemonSet"
+)
+
+
+def operand_max_unavailable_problem(value: object) -> str | None:
+    """Why ``value`` cannot be the operator's ``daemonsets.rollingUpdate.maxUnavailable``, or None."""
+    allowed = f"a number of nodes >= 1 or a percentage from 1% to 100% ({MAX_UNAVAILABLE_RULE})"
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return f"{value!r} is not {allowed}"
+    text = str(value)
+    if text.endswith("%"):
+        digits = text[:-1]
+        if not (digits.isascii() and digits.isdigit()):
+            return f"{text!r} is not {allowed}"
+        number, high = int(digits), 100
+    else:
+        digits = text[1:] if text[:1] in "+-" else text
+        if not (digits.isascii() and digits.isdigit()):
+            return f"{text!r} is not {allowed}"
+        number, high = int(text), 2**31 - 1
+    if number == 0:
+        return f"{text!r} is 0: no operand pod could ever be replaced; {allowed}"
+    if not 0 < number <= high:
+        return f"{text!r} is out of range; {allowed}"
+    return None

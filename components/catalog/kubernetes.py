@@ -75,13 +75,17 @@ def dns_subdomain_problem(name: str) -> str | None:
     return None
 
 
-def reserved_label_key_problem(key: str, owned: Iterable[str] = ()) -> str | None:
-    """Why a user may not set the label ``key``: a prefix Kubernetes reserves, or a key the platform owns."""
+def reserved_label_key_problem(key: str, owned: Iterable[str] = (), owned_prefixes: Iterable[str] = ()) -> str | None:
+    """Why a user may not set the label (or taint) ``key``: a prefix Kubernetes reserves, a key the platform owns,
+    or a key in a family of keys the platform writes (``owned_prefixes``)."""
     prefix = key.rpartition("/")[0]
     if any(prefix == domain or prefix.endswith(f".{domain}") for domain in RESERVED_LABEL_DOMAINS):
         return f"key {key!r}: the {prefix}/ prefix is reserved for Kubernetes components"
     if key in set(owned):
         return f"key {key!r} is set by gpu-platform itself; a user label would override it"
+    family = next((start for start in owned_prefixes if key.startswith(start)), None)
+    if family is not None:
+        return f"key {key!r}: keys starting with {family} are gpu-platform's own; name the key otherwise"
     return None
 
 
@@ -128,16 +132,30 @@ def priority_class_problem(name: str) -> str | None:
 
 
 def hostname_problem(host: str) -> str | None:
-    """Why ``host`` cannot be an Ingress host: a DNS subdomain with a dot, optionally ``*.``-prefixed, not an IP."""
+    """Why ``host`` cannot be the platform's public host (an Ingress rule's host that is also a URL), or None.
+
+    The Ingress rule takes a DNS-1123 subdomain or a ``*.`` wildcard and never an IP (k8s.io/kubernetes
+    ``pkg/apis/networking/validation`` validateIngressRules). The host is also the URL users open and the name the
+    TLS certificate is issued for, so a wildcard (no URL can name it) is refused, a name needs a dot, and each of
+    its labels is at most 63 characters: DNS itself allows no longer label (RFC 1035 section 2.3.4, "labels 63
+    octets or less"), which IsDNS1123Subdomain does not check.
+    """
     try:
         ipaddress.ip_address(host)
     except ValueError:
         pass
     else:
         return f"{host!r} is an IP address; an Ingress host must be a DNS name (networking.k8s.io/v1 IngressRule)"
-    name = host.removeprefix("*.")
-    if dns_subdomain_problem(name) or "." not in name:
-        return f"{host!r} must be a fully qualified DNS name in lowercase, e.g. kubeflow.example.com"
+    if host.startswith("*"):
+        return (
+            f"{host!r} is a wildcard; the host is the URL users open and the name its TLS certificate is issued for, "
+            "so it must be one name, e.g. kubeflow.example.com"
+        )
+    if dns_subdomain_problem(host) or "." not in host:
+        return f"{host[:100]!r} must be a fully qualified DNS name in lowercase, e.g. kubeflow.example.com"
+    longest = max(host.split("."), key=len)
+    if len(longest) > 63:
+        return f"{host[:100]!r} has a label of {len(longest)} characters; a DNS label is at most 63 (RFC 1035 2.3.4)"
     return None
 
 
@@ -422,82 +440,4 @@ def system_namespace_problem(namespace: str) -> str | None:
     return None
 
 
-# A label selector as ``labels.Parse`` reads it (k8s.io/apimachinery v0.32 ``pkg/labels/selector.go``):
-# comma-separated requirements ``key``, ``!key``, ``key=value``, ``key==value``, ``key!=value``,
-# ``key in (v1,v2)``, ``key notin (v1,v2)``, ``key>N``, ``key<N``; keys are qualified names, values label values.
-_SELECTOR_TOKEN = re.compile(r"\s*(==|!=|=|!|\(|\)|,|<|>|[^\s,()=!<>]+)")
-
-
-def _selector_tokens(selector: str) -> list[str] | None:
-    tokens, position = [], 0
-    while position < len(selector):
-        if selector[position:].strip() == "":
-            break
-        match = _SELECTOR_TOKEN.match(selector, position)
-        if match is None:
-            return None
-        tokens.append(match.group(1))
-        position = match.end()
-    return tokens
-
-
-def label_selector_problem(selector: str) -> str | None:
-    """Why ``selector`` is not a label selector the API server parses (``labels.Parse``), or None; empty is valid."""
-    tokens = _selector_tokens(selector)
-    why = _selector_tokens_problem(tokens) if tokens is not None else "it holds characters no selector has"
-    if why is None:
-        return None
-    return (
-        f"{selector!r} is not a Kubernetes label selector ({why}); write requirements such as "
-        "app=trainer, tier!=batch, team in (ml,cv) or !preemptible, separated by commas"
-    )
-
-
-def _selector_tokens_problem(tokens: list[str]) -> str | None:
-    index = 0
-    while index < len(tokens):
-        negated = tokens[index] == "!"
-        index += negated
-        key = tokens[index] if index < len(tokens) else ""
-        if key in ("", ",", "(", ")", "=", "==", "!=", "<", ">", "!"):
-            return "a requirement has no label key"
-        problem = label_key_problem(key)
-        if problem:
-            return problem
-        index += 1
-        operator = tokens[index] if index < len(tokens) else ","
-        if negated or operator == ",":
-            if not negated and operator != ",":
-                return f"unexpected {operator!r} after {key!r}"
-        elif operator in ("=", "==", "!=", "<", ">"):
-            value = tokens[index + 1] if index + 1 < len(tokens) else ""
-            value = "" if value == "," else value
-            index += 1 if value == "" else 2
-            if operator in ("<", ">") and not value.isdigit():
-                return f"{key}{operator} needs an integer"
-            problem = label_value_problem(value) if value not in ("(", ")", "=", "!", "<", ">") else "not a value"
-            if problem:
-                return problem
-        elif operator in ("in", "notin"):
-            if index + 1 >= len(tokens) or tokens[index + 1] != "(":
-                return f"{key} {operator} needs a list in parentheses"
-            closing = next((i for i in range(index + 2, len(tokens)) if tokens[i] == ")"), None)
-            if closing is None:
-                return f"{key} {operator} ( has no closing parenthesis"
-            values = [t for t in tokens[index + 2 : closing] if t != ","]
-            if not values:
-                return f"{key} {operator} () lists no value"
-            for value in values:
-                problem = label_value_problem(value) if value not in ("(", "=", "!", "<", ">") else "not a value"
-                if problem:
-                    return problem
-            index = closing + 1
-        else:
-            return f"unexpected {operator!r} after {key!r}"
-        if index < len(tokens):
-            if tokens[index] != ",":
-                return f"unexpected {tokens[index]!r}; requirements are separated by commas"
-            index += 1
-            if index == len(tokens):
-                return "a trailing comma"
-    return None
+# Label selectors (``labels.Parse``) are ``components.catalog.label_selector``'s, a port of the parser itself.

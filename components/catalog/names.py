@@ -93,6 +93,12 @@ OWNED_NODE_LABELS: Final = (
     DRIVER_GROUP_LABEL,
 )
 
+#: Families of label, annotation and taint keys the platform writes under its own prefix (the node agent's states,
+#: reasons and MIG-pending taint: ``catalog.node_agent.AGENT_PREFIX``; the spawner's PodDefault labels; the proof's
+#: run and step labels). A user key in one of them would be overwritten or removed by the platform, or would make
+#: the platform act on a node nobody asked it to touch.
+OWNED_KEY_PREFIXES: Final = (f"{PREFIX}node-agent.", f"{PREFIX}gpu-pool-", f"{PREFIX}proof-")
+
 # Pod Security Admission labels of a namespace whose pods need host access (GPU Operator operands).
 PSA_PRIVILEGED: Final = {
     "pod-security.kubernetes.io/enforce": "privileged",

@@ -359,7 +359,8 @@ CONTROLLER_LABELS: Final = (
 #: A person asks for another attempt of a failed node with this annotation (any new value): the controller gives
 #: the node back as it was before the first attempt (its cordon, the skip label), clears the halt, and starts over.
 RETRY_ANNOTATION: Final = f"{AGENT_PREFIX}retry"
-#: The node's proof record, read by ``tools/status`` and the alerts: JSON
+#: The node's proof record, written by the rollout controller's continuous proof (``controller/proving.py``) on
+#: every GPU node of a pool with a declaration, and read by ``tools/status`` and the alerts: JSON
 #: ``{"result": "passed"|"failed", "at": "<RFC3339>", "reason": str, "driver": str, "mig": str}``.
 PROOF_ANNOTATION: Final = f"{AGENT_PREFIX}proof"
 #: Every annotation key the controller may change on a Node: its own, and the operator's initial-state note, which
@@ -370,6 +371,7 @@ CONTROLLER_ANNOTATIONS: Final = (
     DETAIL_ANNOTATION,
     REQUEST_ANNOTATION,
     RETRY_ANNOTATION,
+    PROOF_ANNOTATION,
     operator.UPGRADE_INITIAL_STATE_ANNOTATION,
 )
 #: The one annotation an executor may change, on its own Node only.
@@ -449,6 +451,29 @@ EVENT_NAMESPACE: Final = "default"
 EVENT_SOURCE: Final = "gpu-platform-node-agent"
 #: The field manager of every node write the agent makes (``?fieldManager=``).
 FIELD_MANAGER: Final = EVENT_SOURCE
+
+# -- metrics -----------------------------------------------------------------------------------------------
+#: The controller serves Prometheus's text format on this port at ``/metrics`` (the ``metrics`` port of its pod
+#: and Service; the ServiceMonitor scrapes it where the Prometheus Operator runs).
+METRICS_PORT: Final = 8080
+METRICS_PORT_NAME: Final = "metrics"
+METRICS_PATH: Final = "/metrics"
+#: The Service in front of the controller's metrics port (its ``app.kubernetes.io/name`` label too: the
+#: ServiceMonitor selects it by that label, in the node agent's namespace).
+METRICS_SERVICE: Final = "node-agent-controller-metrics"
+#: Per pool and verdict, the GPU nodes the controller's continuous proof counts (``controller/proving.py``).
+FLEET_METRIC: Final = "gpu_platform_fleet_nodes"
+
+
+class FleetVerdict(StrEnum):
+    """The ``verdict`` label of :data:`FLEET_METRIC`."""
+
+    CONFORMANT = "conformant"
+    DRIFTING = "drifting"
+    IN_MAINTENANCE = "in_maintenance"
+    FAILED = "failed"
+    UNPROVEN = "unproven"
+
 
 # -- settings ----------------------------------------------------------------------------------------------
 #: The controller reads its settings from this ConfigMap at every reconcile (a change reaches a running rollout).

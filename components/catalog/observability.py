@@ -275,3 +275,8 @@ GRAFANA_UID_MAX_LENGTH: Final = 40
 # The Prometheus Operator's rule resource (prometheus-operator API monitoring.coreos.com/v1).
 PROMETHEUS_RULE_API_VERSION: Final = "monitoring.coreos.com/v1"
 PROMETHEUS_RULE_KIND: Final = "PrometheusRule"
+# Its scrape target resource: a Service's endpoints selected by label (same API group and version).
+SERVICE_MONITOR_API_VERSION: Final = "monitoring.coreos.com/v1"
+SERVICE_MONITOR_KIND: Final = "ServiceMonitor"
+#: How often the node agent controller's gauges are scraped (they change at most once per reconcile).
+NODE_AGENT_SCRAPE_INTERVAL: Final = "30s"

@@ -29,10 +29,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from components.catalog import gpu_operator_chart, kubernetes, names, node_agent, nvidia_driver
+from components.catalog import gpu_operator_chart, gpu_operator_operands, kubernetes, names, node_agent, nvidia_driver
 from components.catalog import gpu_operator_upgrade as upgrade
 from components.catalog import replacements as replace
 from components.catalog.mig import named_layouts
+from components.catalog.mig import parted as mig_parted
 from components.catalog.upstream import (
     DEVICE_PLUGIN_SOURCE,
     DRIVER_MANAGER_SOURCE,
@@ -1619,6 +1620,79 @@ def _pulumi_facts() -> list[Fact]:
     ]
 
 
+# -- the grammars config values are checked by (issue #39) -----------------------------------------------------
+_MIG_CONFIG_TYPES = "pkg/types/mig_config.go"
+_MIG_SPEC = "api/spec/v1/spec.go"
+_OBJECT_CONTROLS = "controllers/object_controls.go"
+
+
+def _grammar_facts() -> list[Fact]:
+    """Where a receiver's rule for a config value is in a pinned tree, the rule is checked against it there."""
+
+    def all_zero_counts(texts: Sequence[str]) -> str | None:
+        body = Go(texts[0]).body("AssertValidFormat", "MigConfig")
+        if not re.search(r"if\s+len\(m\)\s*==\s*0\s*\{\s*return\s+nil", body):
+            return "AssertValidFormat no longer accepts an empty map (MIG on, no instances)"
+        if "all counts for all MigProfiles are 0" not in texts[0] or not re.search(r"if\s+v\s*>\s*0", body):
+            return "AssertValidFormat no longer refuses a map whose counts are all 0"
+        if not re.search(r"devices\.AssertValidFormat\(\)", Go(texts[1]).body("UnmarshalJSON", "MigConfigSpec")):
+            return "MigConfigSpec.UnmarshalJSON no longer checks mig-devices with AssertValidFormat"
+        return None
+
+    def rolling_update(texts: Sequence[str]) -> str | None:
+        body = Go(texts[0]).body("applyUpdateStrategyConfig")
+        if "MaxSurge" in body:
+            return "applyUpdateStrategyConfig now sets maxSurge: a maxUnavailable of 0 may be valid again"
+        if not re.search(r"RollingUpdateDaemonSet\{\s*MaxUnavailable:\s*&intOrString\s*\}", body):
+            return "applyUpdateStrategyConfig no longer writes daemonsets.rollingUpdate.maxUnavailable alone"
+        if not re.search(r"strconv\.ParseInt\([^,]+MaxUnavailable,\s*10,\s*32\)", body):
+            return "applyUpdateStrategyConfig no longer reads a count with strconv.ParseInt(value, 10, 32)"
+        if not re.search(r'strings\.HasSuffix\([^,]+MaxUnavailable,\s*"%"\)', body):
+            return "applyUpdateStrategyConfig no longer keeps a value ending in % as a percentage"
+        return None
+
+    def metrics_volume(texts: Sequence[str]) -> str | None:
+        code = Go(texts[0]).code
+        mount = re.search(
+            r'MetricsConfig\.Name != ""\s*\{\s*metricsConfigVolMount := corev1\.VolumeMount\{Name: "([^"]+)"', code
+        )
+        if mount is None:
+            return "TransformDCGMExporter no longer mounts the metrics ConfigMap under a volume name of its own"
+        if not re.search(r"Name:\s*config\.DCGMExporter\.MetricsConfig\.Name", code):
+            return "the metrics ConfigMap's name is no longer only the ConfigMap volume source's name"
+        return None
+
+    return [
+        Fact(
+            "mig-parted-all-zero-counts",
+            "mig-parted refuses a mig-devices map whose counts are all 0 (an empty map is MIG on, no instances); "
+            "the config refuses such a custom layout at its key",
+            _catalog(mig_parted, "ALL_ZERO_COUNTS_RULE"),
+            (
+                Source(MIG_PARTED_SOURCE, _MIG_CONFIG_TYPES, "MigConfig.AssertValidFormat"),
+                Source(MIG_PARTED_SOURCE, _MIG_SPEC, "MigConfigSpec.UnmarshalJSON"),
+            ),
+            all_zero_counts,
+        ),
+        Fact(
+            "operator-daemonset-max-unavailable",
+            "the operator writes daemonsets.rollingUpdate.maxUnavailable into its operand DaemonSets with no maxSurge "
+            "(a count read with ParseInt(v, 10, 32), a percentage kept): 0 in any spelling never proceeds",
+            _catalog(gpu_operator_operands, "MAX_UNAVAILABLE_RULE"),
+            (Source(GPU_OPERATOR_SOURCE, _OBJECT_CONTROLS, "applyUpdateStrategyConfig"),),
+            rolling_update,
+        ),
+        Fact(
+            "operator-metrics-config-map-volume",
+            "the operator mounts the dcgm-exporter metrics ConfigMap under a volume name of its own, so "
+            "observability.metrics.configMapName is only a ConfigMap name (a DNS subdomain, dots allowed)",
+            _catalog(kubernetes, "SUBDOMAIN_NAME_RULE"),
+            (Source(GPU_OPERATOR_SOURCE, _OBJECT_CONTROLS, "TransformDCGMExporter metricsConfigVolMount"),),
+            metrics_volume,
+        ),
+    ]
+
+
 #: Every fact, in the order of the docs table.
 FACTS: Final[tuple[Fact, ...]] = (
     *_driver_facts(),
@@ -1629,6 +1703,7 @@ FACTS: Final[tuple[Fact, ...]] = (
     *_crd_facts(),
     *_yandex_facts(),
     *_pulumi_facts(),
+    *_grammar_facts(),
 )
 
 

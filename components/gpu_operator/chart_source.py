@@ -45,7 +45,11 @@ def _chart_yaml(path: Path) -> tuple[dict[str, Any] | None, str]:
 
 def chart_path_problem(path: Path, chart_version: str) -> str | None:
     """Why ``path`` is not the pinned GPU Operator chart at ``chart_version``, or None when it is."""
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as error:  # a name too long, a 0 byte: the file system's answer, as a problem
+        return f"{str(path)[:80]!r} cannot be looked up: {error}"
+    if not exists:
         return f"{path} does not exist; {MIRROR_HINT}"
     try:
         manifest, top = _chart_yaml(path)

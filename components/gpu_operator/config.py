@@ -18,15 +18,18 @@ from pydantic import Field, field_validator
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
+from components.catalog.file_paths import file_path_problem
 from components.catalog.gpu_operator_chart import (
     DEFAULT_CHART_VERSION,
     SUPPORTED_CHART_VERSIONS,
     unsupported_version_message,
 )
+from components.catalog.gpu_operator_operands import operand_max_unavailable_problem
+from components.catalog.helm import release_name_problem
 from components.catalog.kubernetes import (
+    custom_resource_name_problem,
     dns_label_problem,
-    dns_subdomain_problem,
-    int_or_percent_problem,
+    object_name_problem,
     priority_class_problem,
     system_namespace_problem,
 )
@@ -78,7 +81,9 @@ class GpuOperatorConfig(ConfigModel):
 
     enabled: bool = True
     namespace: str = "gpu-operator"
-    release_name: str = "gpu-operator"
+    release_name: str = Field(
+        default="gpu-operator", description="the Helm release name: at most 53 characters (Helm), a lowercase DNS label"
+    )
     chart_version: str = DEFAULT_CHART_VERSION
     chart_path: str | None = Field(
         default=None,
@@ -100,7 +105,9 @@ class GpuOperatorConfig(ConfigModel):
     priority_class_name: str = "system-node-critical"
     update_strategy: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
     max_unavailable: str | int = Field(
-        default="1", description="daemonsets.rollingUpdate.maxUnavailable: a number of nodes or a percentage"
+        default="1",
+        description="daemonsets.rollingUpdate.maxUnavailable: a number of nodes (at least 1) or a percentage from 1% "
+        "to 100% (the operator writes it with no maxSurge, so 0 would never proceed)",
     )
     scope_nfd_to_gpu_nodes: bool = True
     prometheus_operator: bool = Field(default=False, description="the cluster has the ServiceMonitor CRD")
@@ -120,13 +127,19 @@ class GpuOperatorConfig(ConfigModel):
         if self.chart_version not in SUPPORTED_CHART_VERSIONS:
             yield Problem(join_path(path, "chartVersion"), unsupported_version_message(self.chart_version))
         elif self.enabled and self.chart_path is not None:
-            problem = chart_path_problem(Path(self.chart_path), self.chart_version)
+            shape = file_path_problem(self.chart_path)
+            problem = f"{self.chart_path[:80]!r} {shape}" if shape else None
+            problem = problem or chart_path_problem(Path(self.chart_path), self.chart_version)
             if problem:
                 yield Problem(join_path(path, "chartPath"), problem)
-        for key, value in (("namespace", self.namespace), ("releaseName", self.release_name)):
-            problem = dns_label_problem(value)
-            if problem:
-                yield Problem(join_path(path, key), problem)
+        problem = dns_label_problem(self.namespace)
+        if problem:
+            yield Problem(join_path(path, "namespace"), problem)
+        # Helm's own rule first; the chart then names objects after the release (gpu-operator.fullname, truncated
+        # to 63), so it is a DNS label as well.
+        problem = release_name_problem(self.release_name) or dns_label_problem(self.release_name)
+        if problem:
+            yield Problem(join_path(path, "releaseName"), problem)
         yield from _kyverno_name_problems(self.kyverno, join_path(path, "kyverno"))
         versions: list[tuple[str, str | None]] = [
             ("driver", self.driver.version),
@@ -144,7 +157,7 @@ class GpuOperatorConfig(ConfigModel):
                 for key, v in versions
                 if v is not None
             ),
-            *((key, int_or_percent_problem(_int_or_text(value))) for key, value in counts),
+            *((key, operand_max_unavailable_problem(value)) for key, value in counts),
             (join_path(path, "priorityClassName"), priority_class_problem(self.priority_class_name)),
         ]
         yield from (Problem(key, problem) for key, problem in found if problem)
@@ -194,19 +207,15 @@ def _owned_extra_value_problems(extra: dict[str, Any], path: str) -> Iterator[Pr
 _ABSENT = object()
 
 
-def _int_or_text(value: str | int) -> str | int:
-    """``"1"`` (how YAML users often write a count) as the integer Kubernetes reads it."""
-    return int(value) if isinstance(value, str) and value.isdigit() else value
-
-
 def _kyverno_name_problems(kyverno: KyvernoExclusion, path: str) -> Iterator[Problem]:
     """Kyverno's namespace, ConfigMap and policy names, by the rules the API server applies to them."""
     checks = [
         ("namespace", kyverno.namespace, dns_label_problem),
-        ("configMap", kyverno.config_map, dns_subdomain_problem),
+        ("configMap", kyverno.config_map, lambda name: object_name_problem(name, "ConfigMap", "ValidateConfigMapName")),
     ]
     checks += [
-        (join_path("policies", index), name, dns_subdomain_problem) for index, name in enumerate(kyverno.policies)
+        (join_path("policies", index), name, lambda name: custom_resource_name_problem(name, "Kyverno policy"))
+        for index, name in enumerate(kyverno.policies)
     ]
     for key, value, rule in checks:
         problem = rule(value)

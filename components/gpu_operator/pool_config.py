@@ -16,7 +16,8 @@ from pydantic import Field
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import CudaVersionError, minimum_driver
-from components.catalog.kubernetes import int_or_percent_problem, label_selector_problem
+from components.catalog.kubernetes import int_or_percent_problem
+from components.catalog.label_selector import label_selector_problem
 from components.catalog.versions import full_driver_version_problem
 
 KernelModuleType = Literal["auto", "open", "proprietary"]

@@ -64,16 +64,50 @@ def step_settings(
             if member.pool not in resources:
                 continue
             entry = _pool_entry(by_name[member.pool], resources[member.pool], mig)
-            entry.update(
-                {
-                    "driver_version": member.version,
-                    "driver_image": crd.driver_image_prefix(repository, driver_image, member.version),
-                    "owner": crd.resource_name(group.name) if plan.per_pool else "",
-                    "check_script": crd.driver_check_script(member.version),
-                }
-            )
+            entry.update(_driver_entry(plan, group, member.version, repository, driver_image))
+            entry["check_script"] = crd.driver_check_script(member.version)
             entries.append(entry)
     return _settings(step, entries, image, namespace, operator_namespace, deadline_seconds * waves)
+
+
+def _driver_entry(plan: DriverPlan, group: DriverGroup, version: str, repository: str, image: str) -> dict[str, str]:
+    """What a node of the group must run: the declared version, the image it starts with, the owning NVIDIADriver."""
+    return {
+        "driver_version": version,
+        "driver_image": crd.driver_image_prefix(repository, image, version),
+        "owner": crd.resource_name(group.name) if plan.per_pool else "",
+    }
+
+
+def pool_declarations(
+    plan: DriverPlan,
+    pools: Sequence[GpuPool],
+    *,
+    values: Mapping[str, Any],
+    objects: Mapping[str, Mapping[str, Any]],
+    chart_version: str,
+    mig: Mapping[str, tuple[str, Mapping[str, int]]],
+) -> dict[str, dict[str, Any]]:
+    """Per pool, what the rollout controller's continuous proof checks every node of it against: the same driver
+    fields as a driver step's proof (empty where the hosts own the driver) and the MIG config and resources where
+    the program re-partitions the pool. A pool with nothing declared is left out (nothing to prove).
+
+    Unlike a step's proof, no smoke resource is needed: the continuous proof reads evidence and runs no CUDA pod.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    if plan.owner == "operator":
+        for group in plan.groups:
+            obj = objects.get(group.name) if plan.per_pool else None
+            repository, driver_image = _driver_image(values, obj, chart_version)
+            for member in group.pools:
+                found[member.pool] = _driver_entry(plan, group, member.version, repository, driver_image)
+    for pool in pools:
+        if pool.name in mig:
+            config, advertised = mig[pool.name]
+            entry = found.setdefault(pool.name, {"driver_version": "", "driver_image": "", "owner": ""})
+            entry["mig_config"] = config
+            entry["mig_resources"] = dict(sorted(advertised.items()))
+    return {name: found[name] for name in sorted(found)}
 
 
 def mig_step_settings(

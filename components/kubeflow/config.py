@@ -12,12 +12,13 @@ built from a checked config never refuses anything.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from pydantic import Field
 
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
+from components.catalog.file_paths import file_path_problem
 from components.catalog.kubeflow.releases import DEFAULT_TAG, unsupported_tag_problem
 from components.catalog.kubeflow.selection import component_selection_problem
 from components.catalog.kubeflow.users import dex_email_problem, dex_username_problem
@@ -174,13 +175,18 @@ class KubeflowConfig(ConfigModel):
             keys.add(self.oidc_client_secret_key)
         return keys
 
-    def problems(self, path: str, program_keys: Collection[str] = ()) -> Iterator[Problem]:
-        """Every value checked by its key: the tree and the tag, the components, secret keys, dex, Ingress, Profiles."""
+    def problems(
+        self, path: str, program_keys: Collection[str] = (), taken_namespaces: Mapping[str, str] | None = None
+    ) -> Iterator[Problem]:
+        """Every value checked by its key: the tree and the tag, the components, secret keys, dex, Ingress, Profiles.
+
+        ``taken_namespaces``: namespace -> what of the platform lives there (a Profile may not take one).
+        """
         yield from self._install_problems(path)
         yield from self._secret_key_problems(path, program_keys)
         yield from self.dex.problems(join_path(path, "dex"))
         yield from self.ingress.problems(join_path(path, "ingress"))
-        yield from _profile_problems(self.profiles, join_path(path, "profiles"))
+        yield from _profile_problems(self.profiles, join_path(path, "profiles"), taken_namespaces or {})
 
     def _install_problems(self, path: str) -> Iterator[Problem]:
         """What the overlay is generated from: the tree's path, the pinned tag, the component list."""
@@ -188,8 +194,8 @@ class KubeflowConfig(ConfigModel):
         path_problem = manifests_path_problem(self.manifests_path)
         if path_problem:
             yield Problem(manifests, path_problem)
-        if len(self.manifests_path) > MAX_PATH:
-            yield Problem(manifests, f"is longer than {MAX_PATH} characters")
+        elif file_path_problem(self.manifests_path):
+            yield Problem(manifests, f"{self.manifests_path[:80]!r} {file_path_problem(self.manifests_path)}")
         tag_problem = unsupported_tag_problem(self.tag)
         if tag_problem:
             yield Problem(join_path(path, "tag"), tag_problem)
@@ -225,10 +231,9 @@ RESERVED_NAMESPACES = frozenset(
         *KUBEFLOW_SYSTEM_NAMESPACES,
     }
 )
-MAX_PATH = 4096  #: PATH_MAX of Linux
 
 
-def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Problem]:
+def _profile_problems(profiles: list[ProfileConfig], path: str, taken: Mapping[str, str]) -> Iterator[Problem]:
     seen: set[str] = set()
     for index, profile in enumerate(profiles):
         here = join_path(path, index)
@@ -239,6 +244,13 @@ def _profile_problems(profiles: list[ProfileConfig], path: str) -> Iterator[Prob
             yield Problem(
                 join_path(here, "name"),
                 f"{profile.name!r} is a namespace of Kubernetes or the Kubeflow install; a team needs its own",
+            )
+        elif profile.name in taken:
+            yield Problem(
+                join_path(here, "name"),
+                f"{profile.name!r} is {taken[profile.name]}; the Profile controller does not adopt a namespace that "
+                "already exists (the Profile would fail), and a team's quota and roles would land in the platform's "
+                "namespace: name the team's namespace otherwise",
             )
         if profile.name in seen:
             yield Problem(join_path(here, "name"), f"profile {profile.name!r} is listed twice")

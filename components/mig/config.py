@@ -20,6 +20,14 @@ from pydantic import Field, field_validator, model_validator
 
 from components.base.config_model import ConfigModel
 from components.catalog.kubernetes import dns_subdomain_problem
+from components.catalog.mig.parted import all_zero_counts_problem
+
+
+def _counts_mig_parted_takes(layout: dict[str, int] | None) -> dict[str, int] | None:
+    problem = all_zero_counts_problem(layout) if layout is not None else None
+    if problem:
+        raise ValueError(problem)
+    return layout
 
 
 class GpuLayout(ConfigModel):
@@ -27,6 +35,8 @@ class GpuLayout(ConfigModel):
 
     devices: list[int] = Field(min_length=1)
     layout: dict[str, int]
+
+    _layout_counts = field_validator("layout")(_counts_mig_parted_takes)
 
 
 class MigConfig(ConfigModel):
@@ -38,6 +48,8 @@ class MigConfig(ConfigModel):
     from_demand: Literal[True] | None = Field(
         default=None, description="true: the program computes this pool's layouts from mig.demand"
     )
+
+    _custom_counts = field_validator("custom")(_counts_mig_parted_takes)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> MigConfig:

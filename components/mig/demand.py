@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from components.base.problems import Problem
+from components.base.problems import Problem, join_path
 from components.catalog import mig as catalog
 from components.catalog.pools import GpuPool
 from components.mig.config import MigDemand
@@ -37,10 +37,19 @@ def check_demand(
     try:
         planned = catalog.plan(demand.gpu_model, demand.profiles, fleet, current=in_place)
     except (catalog.MigError, ValueError) as error:
-        return [Problem(path, str(error))]
+        return [Problem(_demand_key(path, error), str(error))]
     result.demand_plans.append(planned)
     missing = "" if demand.gpu_model in unresolved else _not_provided(demand.profiles, decided)
     return [Problem(path, missing + _planned_instead(planned))] if missing else []
+
+
+def _demand_key(path: str, error: Exception) -> str:
+    """The key of a demand entry a refusal is about: its model, one of its profiles, or the entry."""
+    if isinstance(error, catalog.UnknownGpuModel):
+        return join_path(path, "gpuModel")
+    if isinstance(error, catalog.UnknownMigProfile):
+        return join_path(path, "profiles")
+    return path
 
 
 def plan_from_demand(

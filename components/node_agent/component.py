@@ -41,6 +41,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/catalog/gpu_operator_upgrade.py",
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
+    "components/catalog/nvidia_driver.py",
     "components/node_agent/agent/__init__.py",
     "components/node_agent/agent/controller/__init__.py",
     "components/node_agent/agent/controller/actions.py",
@@ -57,6 +58,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/controller/decisions/slots.py",
     "components/node_agent/agent/controller/decisions/writes.py",
     "components/node_agent/agent/controller/main.py",
+    "components/node_agent/agent/controller/proving.py",
     "components/node_agent/agent/controller/reconcile.py",
     "components/node_agent/agent/controller/smoke.py",
     "components/node_agent/agent/controller/view.py",
@@ -68,6 +70,8 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/kube.py",
     "components/node_agent/agent/loop.py",
     "components/node_agent/agent/objects.py",
+    "components/node_agent/agent/proof/__init__.py",
+    "components/node_agent/agent/proof/check.py",
     "components/node_agent/agent/settings.py",
     "components/node_agent/agent/watch.py",
 )
@@ -104,6 +108,9 @@ class NodeAgentArgs:
     #: The RuntimeClass the GPU Operator installs ("" where it installs none): ``desired.operator_runtime_class``
     #: of the operator's values. The smoke pods run on it, and the smoke-pod policy allows only it.
     runtime_class: str = OPERATOR_RUNTIME_CLASS
+    #: Per pool (node group, or bare-metal node name), what its nodes are proven against all the time: the plan's
+    #: ``pool_declarations`` (``components.gpu_operator.proof_steps``); a pool not here is not proven.
+    declarations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
@@ -124,6 +131,7 @@ def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
         "operator_namespace": args.operator_namespace,
         "mig_resources": resources,
         "runtime_class": args.runtime_class,
+        "declarations": {pool: dict(sorted(value.items())) for pool, value in sorted(args.declarations.items())},
     }
     return json.dumps(settings, sort_keys=True)
 
@@ -145,6 +153,7 @@ class NodeAgent(pulumi.ComponentResource):
 
     controller: k8s.apps.v1.Deployment
     daemon_set: k8s.apps.v1.DaemonSet
+    metrics_service: k8s.core.v1.Service
     pool_budgets: dict[str, int]
 
     def __init__(self, name: str, args: NodeAgentArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -231,6 +240,30 @@ class NodeAgent(pulumi.ComponentResource):
                 in_ns, pulumi.ResourceOptions(depends_on=[*ready, settings, smoke_priority, self.daemon_set])
             ),
         )
+        # The controller's gauges (``/metrics``): a Service for the stack's ServiceMonitor (components.observability),
+        # annotated for a Prometheus that discovers Service endpoints by the ``prometheus.io`` convention instead.
+        self.metrics_service = k8s.core.v1.Service(
+            f"{name}-metrics-service",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=names.METRICS_SERVICE,
+                namespace=ns,
+                labels={**CONTROLLER_LABEL, "app.kubernetes.io/name": names.METRICS_SERVICE},
+                annotations={
+                    "prometheus.io/scrape": "true",
+                    "prometheus.io/port": str(names.METRICS_PORT),
+                    "prometheus.io/path": names.METRICS_PATH,
+                },
+            ),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                selector=CONTROLLER_LABEL,
+                ports=[
+                    k8s.core.v1.ServicePortArgs(
+                        name=names.METRICS_PORT_NAME, port=names.METRICS_PORT, target_port=names.METRICS_PORT_NAME
+                    )
+                ],
+            ),
+            opts=in_ns,
+        )
         self.register_outputs({"namespace": ns})
 
     def _cluster_role(
@@ -275,6 +308,19 @@ class NodeAgent(pulumi.ComponentResource):
     def _controller() -> k8s.apps.v1.DeploymentSpecArgs:
         env = downward_env({names.ENV_NAMESPACE: "metadata.namespace", names.ENV_POD_NAME: "metadata.name"})
         env.append(k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"))
+        container = shipped_container(
+            "controller",
+            "components.node_agent.agent.controller.main",
+            AGENT_DIR,
+            env=env,
+            security_context=locked_down_container(),
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
+            ),
+        )
+        container.ports = [
+            k8s.core.v1.ContainerPortArgs(name=names.METRICS_PORT_NAME, container_port=names.METRICS_PORT)
+        ]
         return k8s.apps.v1.DeploymentSpecArgs(
             replicas=1,
             # One leader at a time anyway (its Lease); Recreate avoids two pods contending during a rollout.
@@ -285,18 +331,7 @@ class NodeAgent(pulumi.ComponentResource):
                 spec=k8s.core.v1.PodSpecArgs(
                     service_account_name=CONTROLLER,
                     security_context=non_root_pod_security(names.CONTROLLER_USER),
-                    containers=[
-                        shipped_container(
-                            "controller",
-                            "components.node_agent.agent.controller.main",
-                            AGENT_DIR,
-                            env=env,
-                            security_context=locked_down_container(),
-                            resources=k8s.core.v1.ResourceRequirementsArgs(
-                                requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
-                            ),
-                        )
-                    ],
+                    containers=[container],
                     volumes=[code_volume(CODE_CONFIG_MAP, AGENT_FILES)],
                 ),
             ),

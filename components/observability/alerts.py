@@ -15,7 +15,15 @@ from typing import Any
 
 from components.catalog import observability as facts
 from components.catalog.names import GPU_NODE_LABEL
-from components.catalog.node_agent import REASON_LABEL, STATE_LABEL, Reason, State
+from components.catalog.node_agent import (
+    FLEET_METRIC,
+    PROOF_ANNOTATION,
+    REASON_LABEL,
+    STATE_LABEL,
+    FleetVerdict,
+    Reason,
+    State,
+)
 from components.observability.overrides import AlertOverride
 
 RUNBOOK_DOC = "docs/runbooks.md"
@@ -148,6 +156,11 @@ def _smoke_failed(context: AlertContext, _threshold: float | None) -> str:
     return f'{facts.KSM_JOB_FAILED}{{namespace="{context.smoke_namespace}", job_name=~"{jobs}", condition="true"}} == 1'
 
 
+def _drifting(_context: AlertContext, _threshold: float | None) -> str:
+    verdicts = f"{FleetVerdict.DRIFTING.value}|{FleetVerdict.UNPROVEN.value}"
+    return f'max by (pool) ({FLEET_METRIC}{{verdict=~"{verdicts}"}}) > 0'
+
+
 def _number(value: float | None) -> str:
     number = float(value or 0)
     return str(int(number)) if number.is_integer() else repr(number)
@@ -276,6 +289,18 @@ DEFINITIONS: tuple[AlertDefinition, ...] = (
         _label_is(REASON_LABEL, Reason.ROLLOUT_HALTED.value),
         applies=lambda context: context.node_agent,
         node_labels=(REASON_LABEL,),
+    ),
+    AlertDefinition(
+        "GpuNodeDrifting",
+        "rollouts",
+        "warning",
+        "15m",
+        "Pool {{ $labels.pool }} has {{ $value }} GPU node(s) drifting from its declaration or unproven",
+        f"The node agent's continuous proof finds a node of the pool that is not the declared driver or MIG layout "
+        f"({FLEET_METRIC} verdict drifting), or cannot judge it (unproven: not Ready); the reason is in the node's "
+        f"{PROOF_ANNOTATION} annotation.",
+        _drifting,
+        applies=lambda context: context.node_agent,
     ),
     AlertDefinition(
         "GpuSmokeJobFailed",

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base import yaml_text
+from components.catalog import node_agent as agent
 from components.catalog import observability as facts
 from components.catalog.names import MANAGED_BY_LABELS, OBSERVABILITY_TYPE
 from components.observability.plan import RULE_FILE_KEY, RULES_NAME, ObservabilityPlan
@@ -35,6 +36,7 @@ class Observability(pulumi.ComponentResource):
 
     rules: pulumi.CustomResource
     dashboards: dict[str, k8s.core.v1.ConfigMap]
+    node_agent_monitor: k8s.apiextensions.CustomResource | None = None
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(OBSERVABILITY_TYPE, name, None, opts)
@@ -56,6 +58,28 @@ class Observability(pulumi.ComponentResource):
                 f"{name}-rules",
                 metadata=metadata,
                 data={RULE_FILE_KEY: yaml_text.dump(plan.rule_file(), sort_keys=False)},
+                opts=child,
+            )
+        if plan.prometheus_operator and plan.node_agent_namespace:
+            # The node agent controller's gauges (``gpu_platform_fleet_nodes``), through its metrics Service.
+            self.node_agent_monitor = k8s.apiextensions.CustomResource(
+                f"{name}-node-agent-monitor",
+                api_version=facts.SERVICE_MONITOR_API_VERSION,
+                kind=facts.SERVICE_MONITOR_KIND,
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=agent.METRICS_SERVICE, namespace=plan.node_agent_namespace, labels=labels
+                ),
+                spec={
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": agent.METRICS_SERVICE}},
+                    "namespaceSelector": {"matchNames": [plan.node_agent_namespace]},
+                    "endpoints": [
+                        {
+                            "port": agent.METRICS_PORT_NAME,
+                            "path": agent.METRICS_PATH,
+                            "interval": facts.NODE_AGENT_SCRAPE_INTERVAL,
+                        }
+                    ],
+                },
                 opts=child,
             )
         annotations = (

@@ -8,7 +8,6 @@ list of known ones, so a typo never silently leaves an alert on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Literal
 
@@ -16,25 +15,19 @@ from pydantic import Field
 
 from components.base.config_model import ConfigModel, label_problems
 from components.base.problems import Problem, join_path
-from components.catalog.kubernetes import dns_label_problem
+from components.catalog.kubernetes import dns_label_problem, object_name_problem
+from components.catalog.prometheus import duration_problem, threshold_problem
 from components.observability.alerts import ALERT_NAMES, THRESHOLDS
 from components.observability.overrides import AlertOverride
-
-#: A Prometheus duration as rule files take it (``30s``, ``5m``, ``1h30m``).
-_DURATION = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
-
-
-def duration_problem(value: str) -> str | None:
-    """Why ``value`` is not a Prometheus duration, or None."""
-    if value == "0" or (value and _DURATION.match(value)):
-        return None
-    return f"{value!r} is not a Prometheus duration like 30s, 5m or 1h30m"
 
 
 class MetricsConfig(ConfigModel):
     """The dcgm-exporter metrics file the GPU Operator's exporter reads."""
 
-    config_map_name: str = "gpu-platform-dcgm-metrics"
+    config_map_name: str = Field(
+        default="gpu-platform-dcgm-metrics",
+        description="the metrics file's ConfigMap: a DNS-1123 subdomain (dots allowed)",
+    )
     nvlink: Literal["auto", "on", "off"] = Field(
         default="auto", description="NVLink error counters; auto: on where a pool has more than one GPU per node"
     )
@@ -67,10 +60,11 @@ class ObservabilityConfig(ConfigModel):
             if problem:
                 yield Problem(join_path(path, "namespace"), problem)
         yield from label_problems(self.rule_labels, join_path(path, "ruleLabels"))
-        for key, value in (("configMapName", self.metrics.config_map_name),):
-            problem = dns_label_problem(value)
-            if problem:
-                yield Problem(join_path(path, "metrics", key), problem)
+        # The operator mounts this ConfigMap under a volume name of its own ("metrics-config", gpu-operator v26.7.0
+        # controllers/object_controls.go TransformDCGMExporter), so its name is only a ConfigMap's: a DNS subdomain.
+        config_map = object_name_problem(self.metrics.config_map_name, "ConfigMap", "ValidateConfigMapName")
+        if config_map:
+            yield Problem(join_path(path, "metrics", "configMapName"), config_map)
         for name, override in sorted(self.alerts.items()):
             alert_path = join_path(path, "alerts", name)
             if name not in ALERT_NAMES:
@@ -84,5 +78,7 @@ class ObservabilityConfig(ConfigModel):
                 yield Problem(
                     join_path(alert_path, "threshold"), f"{name} has no threshold; alerts with one: {with_one}"
                 )
+            elif override.threshold is not None and threshold_problem(override.threshold):
+                yield Problem(join_path(alert_path, "threshold"), threshold_problem(override.threshold) or "")
             elif override.threshold is not None and override.threshold < 0:
                 yield Problem(join_path(alert_path, "threshold"), f"{override.threshold} must not be negative")

@@ -32,7 +32,7 @@ from grafana_foundation_sdk.models.text import TextMode
 
 from components.catalog import observability as facts
 from components.catalog.names import GPU_NODE_LABEL, NODE_GROUP_LABEL
-from components.catalog.node_agent import REASON_LABEL, STATE_LABEL
+from components.catalog.node_agent import FLEET_METRIC, REASON_LABEL, STATE_LABEL, FleetVerdict
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 NODE = facts.DCGM_NODE_LABEL
@@ -130,7 +130,7 @@ def fleet_dashboard(context: DashboardContext) -> board.Dashboard:
     gpu_nodes = f'{facts.KSM_NODE_LABELS}{{{facts.ksm_label(GPU_NODE_LABEL)}="true"}}'
     resources = f'{{resource=~"{facts.KSM_GPU_RESOURCE_PATTERN}"}}'
     mig = f'{facts.DCGM_MIG_PROFILE_LABEL}!=""'
-    return (
+    result = (
         _base(context, "fleet", "GPU fleet")
         .with_row(board.Row("Fleet"))
         .with_panel(_stat("GPU nodes", f"count({gpu_nodes})"))
@@ -161,6 +161,21 @@ def fleet_dashboard(context: DashboardContext) -> board.Dashboard:
                 "GPUs per driver version and model",
                 f"count by ({facts.DCGM_DRIVER_VERSION_LABEL}, {facts.DCGM_MODEL_LABEL}) (DCGM_FI_DEV_GPU_TEMP)",
                 width=24,
+            )
+        )
+    )
+    if not context.node_agent:
+        return result
+    # The node agent controller's continuous proof (its gauges exist only where it runs).
+    away = f"{FleetVerdict.DRIFTING.value}|{FleetVerdict.UNPROVEN.value}|{FleetVerdict.FAILED.value}"
+    return (
+        result.with_row(board.Row("Is the fleet as declared?"))
+        .with_panel(_table("Nodes per pool and verdict", f"max by (pool, verdict) ({FLEET_METRIC})"))
+        .with_panel(
+            _series(
+                "Nodes drifting, unproven or failed",
+                "short",
+                _query(f'max by (pool, verdict) ({FLEET_METRIC}{{verdict=~"{away}"}})', "{{pool}} {{verdict}}"),
             )
         )
     )

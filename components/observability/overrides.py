@@ -19,6 +19,13 @@ class AlertOverride(ConfigModel):
     """One alert's settings; unset keys keep the alert's default."""
 
     enabled: bool | None = None
-    for_: str | None = Field(default=None, alias="for", description="how long the condition must hold")
+    for_: str | None = Field(
+        default=None,
+        alias="for",
+        description="how long the condition must hold: a Prometheus duration (0, or units y w d h m s ms in that order; "
+        "at most about 292 years)",
+    )
     severity: Severity | None = None
-    threshold: float | None = Field(default=None, description="the alert's own threshold (see docs/runbooks.md)")
+    threshold: float | None = Field(
+        default=None, description="the alert's own threshold, a finite number (see docs/runbooks.md)"
+    )

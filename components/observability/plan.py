@@ -31,6 +31,8 @@ class StackFacts:
     operator_driver: bool
     node_agent: bool
     smoke_jobs: tuple[str, ...] = ()
+    #: The node agent's namespace, where its controller's metrics Service is ("" when it does not run).
+    node_agent_namespace: str = ""
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ class ObservabilityPlan:
     alerts: tuple[AlertRule, ...]
     dashboards: tuple[DashboardSpec, ...]
     node_labels: tuple[str, ...]
+    #: Where the node agent controller's metrics Service is ("" none): a ServiceMonitor scrapes it there where the
+    #: Prometheus Operator runs (its labels are ``rule_labels``, as the dcgm-exporter's ServiceMonitor's).
+    node_agent_namespace: str = ""
 
     @property
     def alert_names(self) -> list[str]:
@@ -97,4 +102,5 @@ def plan_observability(
         alerts=alerts,
         dashboards=dashboards,
         node_labels=required_node_labels(alerts),
+        node_agent_namespace=facts.node_agent_namespace if facts.node_agent else "",
     )

@@ -22,6 +22,7 @@ from components.base.problems import Problem, StackConfigError, join_path
 from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_driver
 from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
 from components.catalog.names import PROJECT as PROJECT  # re-exported: the stack's readers import it here
+from components.catalog.names import PROOF_NAMESPACE
 from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
 from components.catalog.nvidia_driver import precompiled_problem
 from components.catalog.yandex import yandex_label_value_problem
@@ -33,6 +34,7 @@ from components.mig.config import MigSettings
 from components.node_agent.config import NodeAgentConfig, kubernetes_problems
 from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
+from components.stack.blame import problem_for
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
 
 
@@ -115,6 +117,17 @@ class StackConfig(ConfigModel):
             keys |= self.bare_metal.secret_keys()
         return keys
 
+    def platform_namespaces(self) -> dict[str, str]:
+        """Namespace -> what of the platform lives there, with the key that names it (no Profile may take one)."""
+        namespaces = {PROOF_NAMESPACE: "the namespace of the driver steps' proof Jobs (gpu-platform's own)"}
+        if self.observability.namespace:
+            namespaces[self.observability.namespace] = "the observability namespace (observability.namespace)"
+        if self.gpu_operator.kyverno.enabled:
+            namespaces[self.gpu_operator.kyverno.namespace] = "Kyverno's namespace (gpuOperator.kyverno.namespace)"
+        namespaces[self.node_agent.namespace] = "the node agent's namespace (nodeAgent.namespace)"
+        namespaces[self.gpu_operator.namespace] = "the GPU Operator's namespace (gpuOperator.namespace)"
+        return namespaces
+
     def problems(self) -> Iterator[Problem]:
         """Every semantic problem of the stack, each with its key path."""
         yield from self.cluster.problems("cluster")
@@ -143,7 +156,9 @@ class StackConfig(ConfigModel):
         pool_names += [node.name for node in self.bare_metal.nodes] if self.bare_metal else []
         yield from self.smoke_test.problems("smokeTest", pool_names)
         if self.kubeflow is not None and self.kubeflow.enabled:
-            yield from self.kubeflow.problems("kubeflow", program_keys=top_level_keys())
+            yield from self.kubeflow.problems(
+                "kubeflow", program_keys=top_level_keys(), taken_namespaces=self.platform_namespaces()
+            )
         yield from self._secret_key_problems()
         yield from self._environment_problems()
         yield from self._pool_driver_problems()
@@ -203,33 +218,49 @@ class StackConfig(ConfigModel):
             yield Problem("gpuOperator.driver.usePrecompiled", precompiled_problem(stack_version) or "")
 
     def _secret_key_problems(self) -> Iterator[Problem]:
-        """A key that names a secret must be a key of its own: not empty, not one of the program's settings."""
-        named: list[tuple[str, str | None]] = []
+        """A key that names a secret must be a key of its own: not empty, not one of the program's settings, not a
+        key another secret names. A clash is reported at the key the file writes: where one of the two is a default
+        (not in the file), at the other."""
+        named: list[tuple[str, str | None, bool]] = []
         if isinstance(self.cluster, BareMetalClusterConfig):
-            named.append(("cluster.kubeconfigSecret", self.cluster.kubeconfig_secret))
+            written = "kubeconfig_secret" in self.cluster.model_fields_set
+            named.append(("cluster.kubeconfigSecret", self.cluster.kubeconfig_secret, written))
         if self.bare_metal is not None:
-            named.append(("bareMetal.ssh.privateKeySecret", self.bare_metal.ssh.private_key_secret))
-            if self.bare_metal.ssh.bastion is not None:
-                named.append(("bareMetal.ssh.bastion.privateKeySecret", self.bare_metal.ssh.bastion.private_key_secret))
+            ssh = self.bare_metal.ssh
+            named.append(
+                ("bareMetal.ssh.privateKeySecret", ssh.private_key_secret, "private_key_secret" in ssh.model_fields_set)
+            )
+            if ssh.bastion is not None:
+                named.append(("bareMetal.ssh.bastion.privateKeySecret", ssh.bastion.private_key_secret, True))
+        if self.kubeflow is not None and self.kubeflow.enabled:
+            dex = self.kubeflow.dex
+            written = "password_hash_secret" in dex.model_fields_set
+            named.append(("kubeflow.dex.passwordHashSecret", dex.password_hash_secret, written))
+            named.append(("kubeflow.oidcClientSecretKey", self.kubeflow.oidc_client_secret_key, True))
         program = set(top_level_keys())
-        first: dict[str, str] = {}
-        for path, key in named:
+        first: dict[str, tuple[str, bool]] = {}
+        for path, key, written in named:
             if key is not None and not key:
                 yield Problem(path, "must name a secret config key (set with pulumi config set --secret <key>)")
-            elif key in program:
+            elif key in program and not path.startswith("kubeflow."):  # the Kubeflow section checks its own
                 yield Problem(path, f"{key!r} is a program setting of its own, not a secret key; name another key")
             elif (
                 key is not None
                 and key in first
-                and not (path.endswith("bastion.privateKeySecret") and first[key] == "bareMetal.ssh.privateKeySecret")
+                and not (
+                    path.endswith("bastion.privateKeySecret") and first[key][0] == "bareMetal.ssh.privateKeySecret"
+                )
             ):
+                other, other_written = first[key]
+                at, names = (path, other) if written or not other_written else (other, path)
+                default = "" if (other_written if at == path else written) else " (its default)"
                 yield Problem(
-                    path,
-                    f"{key!r} is already {first[key]}: one secret cannot be both (a kubeconfig is not an SSH key); "
+                    at,
+                    f"{key!r} is already {names}{default}: one secret cannot be both (each is read as what its key says: a kubeconfig, an SSH key, a password hash); "
                     "name a key of its own",
                 )
             if key:
-                first.setdefault(key, path)
+                first.setdefault(key, (path, written))
         yield from self.observability.problems("observability")
 
 
@@ -248,11 +279,53 @@ def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     except ValidationError as error:
         problems = problems_from_validation_error(error, StackConfig)
         raise StackConfigError(attribute_inherited(problems, raw)) from None
+    except Exception as error:  # a validator that raised something else: a bug, still reported at its key
+        raise StackConfigError(attribute_inherited([problem_for(error, raw)], raw)) from error
     stack._written = _as_written(raw)
-    problems = list(stack.problems())
+    try:
+        problems = list(stack.problems())
+    except Exception as error:  # a check that raised instead of explaining: a bug, still reported at its key
+        problems = [problem_for(error, raw, stack)]
     if problems:
         raise StackConfigError(stack.as_written(problems))
     return stack
+
+
+def _with_merged_keys(problem: Problem, defaults: Mapping[str, Any], groups: Mapping[str, Any]) -> Problem:
+    """A problem at a key a group wrote, where ``nodeGroupDefaults`` filled in what it clashes with (maps merge):
+    the message names the inherited keys. A block (``nodeGroups.a.scale.auto`` refused for ``min > initial``, ``min``
+    the default's): every key the defaults added to it; a value (``bootDisk.size`` against the default's
+    ``bootDisk.type``): the inherited keys beside it whose value the message quotes."""
+    for name, group in groups.items():
+        head = join_path("nodeGroups", name)
+        if not isinstance(group, Mapping) or not problem.path.startswith(f"{head}."):
+            continue
+        rest = problem.path[len(head) + 1 :].split(".")
+        node, default = _at(group, rest), _at(defaults, rest)
+        if isinstance(node, Mapping) and isinstance(default, Mapping):
+            where, added = rest, [key for key in default if key not in node]
+        else:
+            where = rest[:-1]
+            parent, default_parent = _at(group, where), _at(defaults, where)
+            if not isinstance(parent, Mapping) or not isinstance(default_parent, Mapping):
+                continue
+            added = [
+                key
+                for key, value in default_parent.items()
+                if key not in parent and isinstance(value, str | int) and str(value) in problem.message
+            ]
+        if added:
+            keys = ", ".join(join_path("nodeGroupDefaults", *where, key) for key in added)
+            return Problem(
+                problem.path, f"{problem.message} (with {keys} inherited: a group's map merges with the default's)"
+            )
+    return problem
+
+
+def _at(node: Any, parts: list[str]) -> Any:
+    for part in parts:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def _as_written(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -277,7 +350,7 @@ def _attributed(problems: Iterable[Problem], defaults: Mapping[str, Any], groups
     for problem in problems:
         found = inherited_key(problem.path, "nodeGroups", groups, "nodeGroupDefaults", defaults) if defaults else None
         if found is None:
-            kept.append(problem)
+            kept.append(_with_merged_keys(problem, defaults, groups))
         else:
             inherited.setdefault((found[0], problem.message), []).append(found[1])
     said = {(problem.path, problem.message) for problem in kept}

@@ -54,7 +54,8 @@ def gpu_pool_outputs(platform: Platform) -> dict[str, Any]:
     for pool in platform.plan.pools:
         decision = mig.pools.get(pool.name)
         resources = mig.resources_per_node(pool)
-        first = next(iter(resources))
+        # MIG on and no instance (all-enabled, or a custom layout of zero counts) advertises nothing to request.
+        first = next(iter(resources), None)
         result[pool.name] = {
             "source": pool.source,
             "gpuModel": pool.model.key,
@@ -64,7 +65,7 @@ def gpu_pool_outputs(platform: Platform) -> dict[str, Any]:
             "migConfig": decision.config_name if decision else None,
             "resourcesPerNode": resources,
             "scheduling": pool_scheduling(pool),
-            "podResources": {"limits": {first: 1}},
+            "podResources": {"limits": {first: 1}} if first is not None else None,
         }
     return result
 

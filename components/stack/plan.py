@@ -15,7 +15,7 @@ from components.bare_metal.node_labels import bare_metal_labels, declared_taint_
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
 from components.catalog.drivers import minimum_driver
-from components.catalog.kubernetes import check_taints, gpu_node_taint_problem
+from components.catalog.kubernetes import GO_DURATION_MAX_SECONDS, check_taints, gpu_node_taint_problem
 from components.catalog.names import DRIVER_GROUP_LABEL, MIG_CONFIG_LABEL, PROOF_NAMESPACE
 from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.driver_objects import nvidia_driver_object
@@ -27,7 +27,7 @@ from components.gpu_operator.drivers import (
     plan_driver,
     toolkit_enabled,
 )
-from components.gpu_operator.proof_steps import mig_step_settings, step_settings
+from components.gpu_operator.proof_steps import mig_step_settings, pool_declarations, step_settings
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
 from components.mig.decisions import MigPlanResult
@@ -35,7 +35,9 @@ from components.mig.plan import mig_values, plan_mig
 from components.mig.recorded import RecordedPlan
 from components.node_agent.desired import agent_mig_labels, operator_runtime_class, pool_budgets
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
+from components.smoke_test.proof import JOB_MARGIN_SECONDS
 from components.smoke_test.targets import SmokeTarget, smoke_targets
+from components.stack.blame import problem_for
 from components.stack.config import StackConfig
 from components.stack.pools import driver_requests, gpu_pools, mig_requests
 from components.stack.shared_budget import shared_budget_problems
@@ -121,6 +123,31 @@ class Plan:
             driverless=driverless_hosts(stack.gpu_operator, bare_metal=True),
         )
 
+    @property
+    def _mig_declarations(self) -> dict[str, tuple[str, dict[str, int]]]:
+        """Pool -> (its mig-parted config, what a node advertises then), for the pools the program re-partitions."""
+        return {
+            pool.name: (self.mig.labels(pool.name)[MIG_CONFIG_LABEL], self.mig.resources_per_node(pool))
+            for pool in self.pools
+            if MIG_CONFIG_LABEL in self.mig.labels(pool.name)
+        }
+
+    @property
+    def pool_declarations(self) -> dict[str, dict[str, Any]]:
+        """Per pool, the driver and MIG layout the rollout controller proves each of its nodes against, all the
+        time (``proof_steps.pool_declarations``); empty without the operator."""
+        operator_plan = self.operator
+        if operator_plan is None:
+            return {}
+        return pool_declarations(
+            operator_plan.driver,
+            self.pools,
+            values=operator_plan.values,
+            objects=operator_plan.nvidia_drivers,
+            chart_version=self.config.gpu_operator.chart_version,
+            mig=self._mig_declarations,
+        )
+
     def proof_settings(self, step: str, groups: tuple[DriverGroup, ...]) -> dict[str, Any] | None:
         """The settings of one step's proof Job (``components.smoke_test.proof``), or None when there is none.
 
@@ -134,11 +161,7 @@ class Plan:
         resources: dict[str, str] = {}
         for target in self.smoke_targets:
             resources.setdefault(target.pool, target.resource)
-        mig = {
-            pool.name: (self.mig.labels(pool.name)[MIG_CONFIG_LABEL], self.mig.resources_per_node(pool))
-            for pool in self.pools
-            if MIG_CONFIG_LABEL in self.mig.labels(pool.name)
-        }
+        mig = self._mig_declarations
         image, namespace = stack.smoke_test.image, stack.gpu_operator.namespace
         deadline = stack.gpu_operator.timeout_seconds
         if not groups:
@@ -192,7 +215,19 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
     """Decide everything; raises ``StackConfigError`` with every problem across sections.
 
     ``recorded_mig``: the layouts pools planned from demand got last time (the planner keeps them where it can).
+    Any other error raised while planning is a bug; it too becomes a ``StackConfigError`` at the key it is about
+    (``components.stack.blame``), never a traceback.
     """
+    try:
+        return _plan_stack(stack, recorded_mig)
+    except StackConfigError:
+        raise
+    except Exception as error:
+        written = stack.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        raise StackConfigError(stack.as_written([problem_for(error, written, stack)])) from error
+
+
+def _plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None) -> Plan:
     pools = gpu_pools(stack)
     problems: list[Problem] = []
     mig, mig_problems = plan_mig(pools, mig_requests(stack), stack.mig, recorded_mig)
@@ -210,6 +245,7 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
     problems.extend(driver_problems)
     if driver is not None:
         problems.extend(shared_budget_problems(stack, _agent_pools(stack, pools, mig), driver, requests))
+        problems.extend(_proof_deadline_problems(stack, driver))
     problems.extend(extra_values_problems(stack.gpu_operator))
     problems.extend(mig_problems)
     # What the pools advertise is known only once every MIG layout and the strategy are valid.
@@ -261,6 +297,27 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
     )
 
 
+def _proof_deadline_problems(stack: StackConfig, driver: DriverPlan) -> list[Problem]:
+    """A driver step's proof waits ``gpuOperator.timeoutSeconds`` per upgrade wave (``Plan.proof_settings``); the
+    Job's custom timeout is that as a Go ``time.Duration`` (an int64 of nanoseconds), which must not overflow."""
+    if not stack.smoke_test.enabled:
+        return []
+    waves = max((group.waves or 1 for group in driver.groups), default=1)
+    timeout = stack.gpu_operator.timeout_seconds
+    longest = timeout * waves + JOB_MARGIN_SECONDS
+    if longest <= GO_DURATION_MAX_SECONDS:
+        return []
+    most = (GO_DURATION_MAX_SECONDS - JOB_MARGIN_SECONDS) // waves
+    return [
+        Problem(
+            "gpuOperator.timeoutSeconds",
+            f"{timeout} seconds per upgrade wave times {waves} waves is longer than the longest timeout Pulumi can "
+            f"hold (a Go time.Duration, about 292 years: {GO_DURATION_MAX_SECONDS} seconds); at most {most} with "
+            "these pools",
+        )
+    ]
+
+
 def _kubeflow_fleet(pools: tuple[GpuPool, ...], mig: MigPlanResult) -> GpuFleet:
     """Each pool's advertised resources (the MIG plan) and scheduling, as plain data for the Kubeflow capability."""
     offered = []
@@ -301,6 +358,7 @@ def _observability(
         operator_driver=driver.owner == "operator",
         node_agent=bool(_agent_pools(stack, pools, mig)),
         smoke_jobs=tuple(target.job_name for target in targets),
+        node_agent_namespace=stack.node_agent.namespace,
     )
     return plan_observability(stack.observability, pools, facts)
 

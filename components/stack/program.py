@@ -110,6 +110,7 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 depends_on=platform.gpu_operator.ready,
                 operator_namespace=stack.gpu_operator.namespace,
                 runtime_class=plan.node_agent_runtime_class,
+                declarations=plan.pool_declarations,
             ),
         )
     if platform.gpu_operator is not None:

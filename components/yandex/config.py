@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from pydantic import Field, create_model, field_validator, model_validator
 
-from components.base.config_model import ConfigModel, label_problems
+from components.base.config_model import ConfigModel, label_problems, taint_key_problems
 from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
@@ -289,8 +289,13 @@ class NodeGroupConfig(ConfigModel):
             ),
             (join_path(path, "deploy", "maxExpansion"), deploy_policy_problem(self.deploy.max_expansion)),
             (join_path(path, "deploy", "maxUnavailable"), deploy_policy_problem(self.deploy.max_unavailable)),
-            (join_path(path, "bootDisk", "size"), disk_size_problem(self.boot_disk.type, self.boot_disk.size)),
         ]
+        disk = disk_size_problem(self.boot_disk.type, self.boot_disk.size)
+        if disk and "size" not in self.boot_disk.model_fields_set:  # the model's default size: the type is written
+            disk = f"{disk}; the default size is {self.boot_disk.size} GB: set bootDisk.size to a multiple"
+            found.append((join_path(path, "bootDisk", "type"), disk))
+        else:
+            found.append((join_path(path, "bootDisk", "size"), disk))
         yield from (Problem(key, problem) for key, problem in found if problem)
 
     def version_skew_problems(self, cluster_version: str, path: str) -> Iterator[Problem]:
@@ -353,6 +358,7 @@ class NodeGroupConfig(ConfigModel):
         parsed, problems = check_taints(self.taints)
         for index, message in problems:
             yield Problem(join_path(path, "taints", *(() if index is None else (index,))), message)
+        yield from taint_key_problems(self.taints, join_path(path, "taints"))
         untainted = gpu_node_taint_problem(parsed)
         if self.resources.gpus > 0 and len(parsed) == len(self.taints) and untainted:
             yield Problem(join_path(path, "taints"), f"a GPU node group {untainted}")

@@ -23,6 +23,8 @@ from pulumi_policy import (
     Severity,
 )
 
+from components.catalog.image_reference import image_reference_problem
+
 from .names import pod_spec_path
 from .props import get, items, mapping, text
 from .settings import setting, string_list
@@ -163,6 +165,8 @@ def _validate_tag(args: ResourceValidationArgs, report: ReportViolation) -> None
             if args.resource_type.endswith("Patch"):
                 continue  # a patch may leave the image to the live object
             report(f"{pod.label} {where} names no image", None)
+        elif image_reference_problem(image):  # the kubelet's grammar: InvalidImageName, the pod never starts
+            report(f"{pod.label} {where}: {image_reference_problem(image)}", None)
         elif ref.digest:
             continue  # a digest pins the image whatever the tag says
         elif not ref.tag:

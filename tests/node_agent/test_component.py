@@ -390,3 +390,48 @@ def test_both_variants_pass_the_policy_gate(stack: str, request: pytest.FixtureR
     result = run_gate(run)
     assert result.mandatory == [], verdict_table(result)
     assert not result.failed
+
+
+def test_each_pools_declaration_reaches_the_controller_for_the_continuous_proof(
+    dev: ProgramRun, prod: ProgramRun
+) -> None:
+    for run in (dev, prod):
+        declarations = _settings(run).declarations
+        assert declarations, "every stack with the controller proves its pools"
+        for pool, declared in declarations.items():
+            assert declared.get("driver_version") or declared.get("mig_config"), pool
+            if declared.get("driver_version"):  # the operator's driver: its image starts with the declared prefix
+                assert ":" + declared["driver_version"] in declared["driver_image"], declared
+    prod_node = _settings(prod).declarations["gpu-node-1"]
+    assert (prod_node["mig_config"], set(prod_node["mig_resources"])) == ("all-3g.40gb", {"nvidia.com/mig-3g.40gb"})
+
+
+def test_the_controller_serves_its_gauges_through_a_metrics_service(dev: ProgramRun) -> None:
+    container = _controller_pod(dev)["containers"][0]
+    assert container["ports"] == [{"name": names.METRICS_PORT_NAME, "containerPort": names.METRICS_PORT}]
+    service = dev.one("kubernetes:core/v1:Service", "node-agent-metrics-service").inputs
+    assert service["metadata"]["name"] == names.METRICS_SERVICE
+    template = dev.one("kubernetes:apps/v1:Deployment", "node-agent-controller").inputs["spec"]["template"]
+    assert service["spec"]["selector"] == template["metadata"]["labels"]
+    assert service["spec"]["ports"][0]["targetPort"] == names.METRICS_PORT_NAME
+    assert service["metadata"]["annotations"]["prometheus.io/port"] == str(names.METRICS_PORT)
+
+
+def test_the_gauges_are_scraped_by_a_service_monitor_where_the_prometheus_operator_runs(
+    prod: ProgramRun, dev: ProgramRun
+) -> None:
+    (monitor,) = [r for r in prod.registrations if r.name == "observability-node-agent-monitor"]
+    assert monitor.type == "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+    spec = monitor.inputs["spec"]
+    assert spec["selector"] == {"matchLabels": {"app.kubernetes.io/name": names.METRICS_SERVICE}}
+    assert (spec["endpoints"][0]["port"], spec["endpoints"][0]["path"]) == (names.METRICS_PORT_NAME, "/metrics")
+    service = prod.one("kubernetes:core/v1:Service", "node-agent-metrics-service").inputs
+    assert monitor.inputs["metadata"]["namespace"] == service["metadata"]["namespace"]
+    assert spec["namespaceSelector"] == {"matchNames": [service["metadata"]["namespace"]]}
+    assert service["metadata"]["labels"]["app.kubernetes.io/name"] == names.METRICS_SERVICE
+    rules = prod.one("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "observability-rules").inputs
+    assert monitor.inputs["metadata"]["labels"] == rules["metadata"]["labels"]  # one Prometheus selects both
+    assert "GpuNodeDrifting" in prod.outputs["observability"]["alerts"]
+    # dev has no Prometheus Operator: no ServiceMonitor; the Service's prometheus.io annotations remain.
+    assert not [r for r in dev.registrations if r.name == "observability-node-agent-monitor"]
+    assert "GpuNodeDrifting" in dev.outputs["observability"]["alerts"]

@@ -38,6 +38,12 @@ def _node_state(label: str, value: str, node: str = "gpu-node-1") -> tuple[str, 
     return (f'kube_node_labels{{node="{node}", {label}="{value}"}}', "1x30")
 
 
+def _fleet(pool: str, verdict: str) -> str:
+    """The controller's gauge, as Prometheus stores it scraped through the ServiceMonitor (target labels added)."""
+    target = 'namespace="gpu-platform-system", service="node-agent-controller-metrics", pod="node-agent-controller-0"'
+    return f'gpu_platform_fleet_nodes{{pool="{pool}", verdict="{verdict}", {target}}}'
+
+
 def scenarios(smoke_job: str = "gpu-smoke-a100-gpu", smoke_namespace: str = "gpu-operator") -> list[Scenario]:
     """Every scenario: at least one firing and one healthy per alert."""
     result: list[Scenario] = []
@@ -215,6 +221,38 @@ def scenarios(smoke_job: str = "gpu-smoke-a100-gpu", smoke_namespace: str = "gpu
             [_node_state("label_gpu_platform_io_node_agent_reason", "budget-full")],
             "20m",
             name="waiting for a budget slot is normal",
+        ),
+        Scenario(
+            "GpuNodeDrifting",
+            [
+                (_fleet("a100", "drifting"), "0 1x30"),
+                (_fleet("a100", "unproven"), "0x30"),
+                (_fleet("a100", "conformant"), "3 2x30"),
+                (_fleet("v100", "conformant"), "2x30"),
+            ],
+            "20m",
+            [{"pool": "a100"}],
+            "1",
+            "a node drifts for 15 minutes",
+        ),
+        Scenario(
+            "GpuNodeDrifting",
+            [(_fleet("a100", "unproven"), "0 2x30"), (_fleet("a100", "drifting"), "0x30")],
+            "20m",
+            [{"pool": "a100"}],
+            "2",
+            "nodes stay unproven for 15 minutes",
+        ),
+        Scenario(
+            "GpuNodeDrifting",
+            [
+                (_fleet("a100", "drifting"), "0 1x9 0x20"),  # a new node proven within 10 minutes
+                (_fleet("a100", "in_maintenance"), "1x30"),
+                (_fleet("a100", "failed"), "1x30"),  # the node agent's failure has its own alert
+                (_fleet("a100", "conformant"), "2x30"),
+            ],
+            "20m",
+            name="a node proven within 15 minutes, one in maintenance, one failed",
         ),
         Scenario(
             "GpuSmokeJobFailed",

@@ -35,7 +35,7 @@ def test_bad_durations_thresholds_severities_and_names_name_their_keys() -> None
         "observability.namespace",
         "observability.ruleLabels.release",
     ]
-    assert "'15 minutes' is not a Prometheus duration like 30s, 5m or 1h30m" in lines[0]
+    assert "'15 minutes' is not a Prometheus duration: 0, or units in the order y w d h m s ms" in lines[0]
     (severity,) = refusal(_with("dev", {"alerts": {"GpuFellOffTheBus": {"severity": "page"}}}))
     assert severity.startswith("observability.alerts.GpuFellOffTheBus.severity: 'page' is not allowed")
     (no_threshold,) = refusal(_with("dev", {"alerts": {"GpuCriticalXid": {"threshold": 3}}}))

@@ -132,6 +132,23 @@ def test_untagged_and_latest_images_are_refused(image: str, message: str) -> Non
     assert container_image_tag_pinned.enforcement_level is EnforcementLevel.MANDATORY
 
 
+@pytest.mark.parametrize(
+    ("image", "why"),
+    [
+        ("nvcr.io/NVIDIA/cuda:12.6", "the repository path 'NVIDIA/cuda' must be lowercase"),
+        ("busybox:1 2", "it holds a blank or a control character"),
+        ("busybox@sha256:abc", "the digest 'sha256:abc' is not algorithm:hex"),
+    ],
+)
+def test_a_reference_the_kubelet_cannot_parse_is_refused_by_the_same_grammar_as_the_config(
+    image: str, why: str
+) -> None:
+    outcome = run_resource(container_image_tag_pinned, DAEMON_SET, daemon_set("team-a", "app", pod=pod_spec(image)))
+    (message,) = outcome.messages
+    assert message.startswith(f"DaemonSet team-a/app containers main: {image!r} is not an image reference the kubelet")
+    assert why in message
+
+
 def test_a_digest_pins_even_a_latest_tag() -> None:
     props = daemon_set(pod=pod_spec("busybox:latest@sha256:" + "a" * 64))
     assert run_resource(container_image_tag_pinned, DAEMON_SET, props).messages == []

@@ -204,7 +204,7 @@ def _requirement() -> st.SearchStrategy[str]:
 
 def selector() -> Rule:
     valid = st.lists(_requirement(), max_size=3).map(",".join)
-    broken = st.sampled_from(["a=b=c!!", "app in (x", "app notin ()", "x,", "a b", "=v", "team in (ml) extra"])
+    broken = st.sampled_from(["a=b=c!!", "app in (x", "app in (a b)", "x,", "a b", "=v", "team in (ml) extra"])
     invalid = st.one_of(broken, st.builds(lambda ok, bad: f"{ok},{bad}", _requirement(), broken))
     return Rule("a label selector (apimachinery labels.Parse)", valid, invalid)
 
@@ -351,7 +351,11 @@ RULES: list[tuple[str, Rule]] = [
     ("gpuOperator.namespace", dns_label(SYSTEM_NAMESPACES)),
     ("gpuOperator.releaseName", dns_label()),
     ("gpuOperator.timeoutSeconds", integer(300)),
-    ("gpuOperator.maxUnavailable", percent_or_count(0)),
+    # The operator writes it into every operand DaemonSet with no maxSurge: 0 in any spelling never proceeds.
+    (
+        "gpuOperator.maxUnavailable",
+        Rule(percent_or_count(1).owner, percent_or_count(1).valid, st.sampled_from(["101%", "many", 0, "0", "0%", -3])),
+    ),
     ("gpuOperator.updateStrategy", choice("RollingUpdate", "OnDelete")),
     (
         "gpuOperator.priorityClassName",
@@ -409,7 +413,10 @@ RULES: list[tuple[str, Rule]] = [
     ("observability.enabled", boolean()),
     ("observability.namespace", dns_label()),
     ("observability.ruleLabels", label_map()),
-    ("observability.metrics.configMapName", dns_label()),
+    (
+        "observability.metrics.configMapName",
+        Rule("a DNS-1123 subdomain (ConfigMap name)", _DNS_LABEL, _BAD_NAME.filter(lambda n: len(n) < 64)),
+    ),
     ("observability.metrics.nvlink", choice("auto", "on", "off")),
     ("observability.dashboards.enabled", boolean()),
     ("observability.dashboards.folder", free_text()),
@@ -459,11 +466,13 @@ CONTEXTUAL: dict[str, str] = {
     "mig.fromDemand": "plans pools from mig.demand: tests/mig",
     "mig.demand.*": "the fleet's MIG capacity: tests/mig",
     "nodeAgent.migLayout": "Kubernetes 1.30 and MIG pools: tests/node_agent",
-    "smokeTest.image": "its CUDA level (imageCuda) against the drivers: tests/smoke_test",
+    "smokeTest.image": "the kubelet's grammar and the pin rule: tests/stack/test_grammar_edge_cases.py; its CUDA level "
+    "(imageCuda) against the drivers: tests/smoke_test",
     "smokeTest.imageCuda": "against every pool's driver: tests/smoke_test",
     "smokeTest.skipPools": "names of the stack's pools: tests/smoke_test",
-    "observability.alerts.*.for": "Prometheus durations: tests/observability",
-    "observability.alerts.*.threshold": "only alerts with a threshold: tests/observability",
+    "observability.alerts.*.for": "Prometheus durations: tests/stack/test_grammar_edge_cases.py, tests/observability",
+    "observability.alerts.*.threshold": "finite numbers, only alerts with a threshold: "
+    "tests/stack/test_grammar_edge_cases.py, tests/observability",
 }
 
 

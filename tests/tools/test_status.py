@@ -222,7 +222,7 @@ def dev_fleet(dev: Declaration) -> list[Member]:
         "cordon: cordoned, and neither the node agent nor the GPU Operator holds it", cordoned=True)  # fmt: skip
     # A GPU fell off the bus: the node advertises none.
     add("v100", "v100-gpu-lost", "drift", "gpus: advertises no GPU resource, declared gpu=1", allocatable={})
-    add("a100", "a100-proof-failed", "failed",
+    add("a100", "a100-proof-failed", "drift",
         "proof: the last proof failed at 2026-11-30T09:00:00Z: vectorAdd exited 1",
         annotations={PROOF_ANNOTATION: proof("failed", "595.91.07", "all-1g.10gb", "vectorAdd exited 1")})  # fmt: skip
     add("v100", "v100-stale-proof", "unknown", "proof: the last proof was of driver 570.172.08, declared 580.95.05",

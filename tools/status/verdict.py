@@ -8,8 +8,8 @@ reason labels, the operator's upgrade state, the cordon, and the proof record on
 
 A verdict is decided by the most serious finding, in this order:
 
-- ``failed``: someone must act: the node agent failed or refuses the node, mig-manager answered ``failed``, the
-  operator's driver upgrade failed, or the last proof failed;
+- ``failed``: someone must act: the node agent failed or refuses the node, mig-manager answered ``failed``, or the
+  operator's driver upgrade failed (a failed proof record is drift: it differs from the declaration);
 - ``in-maintenance``: a rollout holds the node now: the node agent (waiting for a slot or in a step), the
   operator's upgrade controller, or mig-manager applying a layout;
 - ``unknown`` (decisive): the node is not Ready (its labels may be stale), or its agent state is one this tool
@@ -379,9 +379,11 @@ def _proof(status: NodeStatus, pool: PoolDeclaration) -> None:
     elif proof.result == "unreadable":
         status.add("proof", Verdict.UNKNOWN, f"the proof record cannot be read ({proof.reason}: {PROOF_ANNOTATION})")
     elif proof.result == "failed":
+        # The controller's continuous proof judges the node's evidence against the declaration: a failed record
+        # is a difference from it (drift), as the fleet gauge counts it, not a failure someone must act on first.
         status.add(
             "proof",
-            Verdict.FAILED,
+            Verdict.DRIFT,
             f"the last proof failed{f' at {proof.at}' if proof.at else ''}: {proof.reason or 'no reason given'}",
         )
     else:

@@ -76,6 +76,24 @@ class DeviceLayout:
         return entry
 
 
+#: mig-parted v0.15.0 ``pkg/types/mig_config.go`` ``MigConfig.AssertValidFormat``, which ``api/spec/v1/spec.go``
+#: ``MigConfigSpec.UnmarshalJSON`` runs on every ``mig-devices`` map: an empty map is valid (MIG on, no instances,
+#: NVIDIA's ``all-enabled``), a map whose counts are all 0 is refused ("all counts for all MigProfiles are 0").
+ALL_ZERO_COUNTS_RULE = "mig-parted MigConfig.AssertValidFormat: all counts for all MigProfiles are 0"
+
+
+def all_zero_counts_problem(layout: Mapping[str, int]) -> str | None:
+    """Why mig-parted refuses ``layout`` as a ``mig-devices`` map: profiles listed, every count 0; else None."""
+    counts = list(layout.values())
+    if not counts or any(isinstance(count, bool) or not isinstance(count, int) or count != 0 for count in counts):
+        return None
+    return (
+        f"every count is 0 ({ALL_ZERO_COUNTS_RULE}): the GPUs would have MIG on and no instance, so nothing could "
+        "use them; give a profile a count, or write layout: all-enabled if that is what you mean "
+        "(or all-disabled for whole GPUs)"
+    )
+
+
 def _check_no_overlap(name: str, entries: Sequence[DeviceLayout]) -> None:
     """Two entries of one config must not both claim a GPU of the same model."""
     claimed: dict[str, set[int] | Literal["all"]] = {}

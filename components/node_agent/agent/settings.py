@@ -16,6 +16,8 @@ from typing import Any, Final
 #: also the operator's own when the ClusterPolicy names none (``controllers/object_controls.go``
 #: ``DefaultRuntimeClass``). The smoke pods run on it: its handler puts ``nvidia-smi`` and the devices in the container.
 OPERATOR_RUNTIME_CLASS: Final = "nvidia"
+#: The keys of one pool's declaration (``Settings.declarations``).
+_DECLARATION_KEYS: Final = frozenset({"driver_version", "driver_image", "owner", "mig_config", "mig_resources"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class Settings:
     #: The MIG resources a node should advertise, by node group (or bare-metal node name): name -> count,
     #: or names only (then every named resource must be advertised, and no other NVIDIA resource).
     mig_resources: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: What each pool declares, by node group (or bare-metal node name), for the continuous proof of every node
+    #: (``controller/proving.py``): ``driver_version``, ``driver_image`` (the prefix its image starts with),
+    #: ``owner`` (the NVIDIADriver; "" with the ClusterPolicy's driver), each "" where the hosts own the driver, and
+    #: ``mig_config`` with ``mig_resources`` where the program re-partitions the pool. A pool not here is not proven.
+    declarations: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Leader election: how long a leader's Lease lasts without renewal.
     leader_lease_seconds: float = 30.0
     #: The RuntimeClass of the smoke pods: the one the GPU Operator installs ("" where it installs none: its NRI
@@ -57,6 +64,12 @@ class Settings:
         resources: dict[str, dict[str, int]] = {}
         for key, value in dict(values.pop("mig_resources", {}) or {}).items():
             resources[key] = dict(value) if isinstance(value, dict) else {str(item): 0 for item in value}
+        declarations: dict[str, dict[str, Any]] = {}
+        for key, value in dict(values.pop("declarations", {}) or {}).items():
+            if not isinstance(value, dict) or set(value) - _DECLARATION_KEYS:
+                raise ValueError(f"declaration of pool {key}: keys are {', '.join(sorted(_DECLARATION_KEYS))}")
+            declarations[str(key)] = dict(value)
+        values["declarations"] = declarations
         values["max_unavailable"] = str(values.get("max_unavailable", "1"))
         return cls(mig_resources=resources, **values)
 

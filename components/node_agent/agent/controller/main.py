@@ -3,7 +3,8 @@
 The controller's lists are watched caches (``components.node_agent.agent.watch``): a reconcile runs when one of
 them changes, every ``ACTIVE_SECONDS`` while a node is in maintenance or waits for a slot (its timeouts are
 looked at), and every ``RESYNC_SECONDS`` otherwise; the leader Lease is renewed every ``RENEW_SECONDS`` in
-between. Only the holder of the leader Lease acts. SIGTERM ends the loop after the pass in progress (every action
+between. Only the holder of the leader Lease acts. The per-pool gauges of the continuous proof are served on
+``METRICS_PORT`` at ``/metrics`` (Prometheus's text format) from a thread, as the last pass counted them. SIGTERM ends the loop after the pass in progress (every action
 is re-derived at the next pass, so stopping anywhere is safe).
 """
 
@@ -13,8 +14,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from components.catalog.node_agent import ENV_NAMESPACE, ENV_POD_NAME
+from components.catalog.node_agent import ENV_NAMESPACE, ENV_POD_NAME, METRICS_PATH, METRICS_PORT
 from components.node_agent.agent.controller.reconcile import Controller
 from components.node_agent.agent.kube import Kube
 from components.node_agent.agent.loop import install_sigterm
@@ -30,6 +33,29 @@ RENEW_SECONDS = 10.0
 SETTLE_SECONDS = 0.5
 
 
+def metrics_server(text: Callable[[], str], port: int = METRICS_PORT) -> ThreadingHTTPServer:
+    """An HTTP server answering ``GET /metrics`` with ``text()`` (404 elsewhere); started by the caller."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?", 1)[0] != METRICS_PATH:
+                self.send_error(404)
+                return
+            body = text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return  # a scrape every 30 s is not news
+
+    server = ThreadingHTTPServer(("", port), Handler)
+    server.daemon_threads = True
+    return server
+
+
 def main() -> int:
     namespace, identity = os.environ.get(ENV_NAMESPACE, ""), os.environ.get(ENV_POD_NAME, "")
     if not namespace or not identity:
@@ -39,6 +65,8 @@ def main() -> int:
     controller = Controller(api, namespace, identity, time.time)
     stop = threading.Event()
     install_sigterm(stop)
+    server = metrics_server(lambda: controller.metrics)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     next_full = 0.0
     while not stop.is_set():
         woken = api.changed.is_set()
@@ -54,6 +82,7 @@ def main() -> int:
         controller.log.clear()
         if api.changed.wait(ACTIVE_SECONDS if controller.busy else RENEW_SECONDS) and not stop.is_set():
             stop.wait(SETTLE_SECONDS)  # a burst of changes (a write and its echo) is one pass
+    server.shutdown()
     api.close()
     return 0
 

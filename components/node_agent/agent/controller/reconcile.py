@@ -46,6 +46,7 @@ from components.node_agent.agent.controller.decide import decide
 from components.node_agent.agent.controller.decisions.context import Context
 from components.node_agent.agent.controller.decisions.halts import orphan_lease_actions
 from components.node_agent.agent.controller.decisions.slots import wants_slot
+from components.node_agent.agent.controller.proving import metrics_text, prove
 from components.node_agent.agent.controller.view import (
     NodeView,
     PoolView,
@@ -85,6 +86,8 @@ class Controller:
     own_lease: dict[str, Any] | None = None
     #: The last pass saw a node in maintenance or an executor request unanswered (see ``busy``).
     active: bool = False
+    #: The gauges' text (``/metrics``) as the last pass that observed the fleet counted it; "" before the first.
+    metrics: str = ""
 
     # -- leader election ---------------------------------------------------------------------------------
     def lead(self, settings: Settings) -> bool:
@@ -208,6 +211,7 @@ class Controller:
         works = {view.name: self._work(view, settings, ages[view.uid].get("request", 0.0)) for view in views}
         granted = grant(views, works, pools)
         blocked: set[str] = set()
+        written: set[str] = set()  # nodes a decision patched this pass: their resourceVersion is no longer the view's
         for view in sorted(views, key=lambda item: item.name):
             if not view.pool:  # not a node of a managed pool: the controller may not write to it at all
                 continue
@@ -219,13 +223,36 @@ class Controller:
                 continue
             if settings.dry_run:
                 actions = dry_run(view, actions)
+            if any(isinstance(action, PatchNode) for action in actions):
+                written.add(view.name)
             self.perform(actions, blocked)
+        self._prove(views, nodes, settings, now, written, blocked)
         live = {view.uid for view in views}
         for lease in leases:
             self.perform(orphan_lease_actions(lease, live), blocked)
         self.perform(smoke_cleanup(views, pods, self.namespace), blocked)
         self.blocked = blocked
         return True
+
+    def _prove(
+        self,
+        views: list[NodeView],
+        nodes: list[dict[str, Any]],
+        settings: Settings,
+        now: float,
+        written: set[str],
+        blocked: set[str],
+    ) -> None:
+        """The continuous proof of every node of a declared pool (``proving``): its record written where it changed
+        (each write on its own: one conflict stops no other), and the gauges counted."""
+        try:
+            proving = prove(views, {objects.name(node): node for node in nodes}, settings, now, written)
+        except Exception as error:  # the proof must never stop the rollouts
+            self.log.append(f"proof: not judged ({type(error).__name__}: {error})")
+            return
+        for patch in proving.patches:
+            self.perform([patch], blocked)
+        self.metrics = metrics_text(proving.counts)
 
     def _pods(
         self, nodes: list[dict[str, Any]], leases: list[dict[str, Any]], settings: Settings
