@@ -118,12 +118,52 @@ def _react(url: str) -> dict[str, Any]:
     return {"phase": "done", **_usage()}
 
 
+def _rollout(url: str) -> dict[str, Any]:
+    """Today's controller on the schedule of ``controller/main.py`` (woken by its watches, every 10 s while busy),
+    until the benchmark says the rollout is over; its CPU and peak memory then."""
+    import threading
+
+    from components.node_agent.agent.controller import main as controller_main
+    from components.node_agent.agent.controller.reconcile import Controller
+    from components.node_agent.agent.kube import Kube
+    from components.node_agent.agent.watch import CachedApi
+
+    api = CachedApi(Kube(url, "token", timeout=120.0))
+    controller = Controller(api, NAMESPACE, IDENTITY, time.time)
+    stop = threading.Event()
+
+    def loop() -> None:
+        next_full = 0.0
+        while not stop.is_set():
+            woken = api.changed.is_set()
+            api.changed.clear()
+            if woken or controller.busy or time.monotonic() >= next_full:
+                controller.reconcile()
+                next_full = time.monotonic() + controller_main.RESYNC_SECONDS
+            else:
+                controller.renew()
+            wait = controller_main.ACTIVE_SECONDS if controller.busy else controller_main.RENEW_SECONDS
+            if api.changed.wait(wait) and not stop.is_set():
+                stop.wait(controller_main.SETTLE_SECONDS)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    print(json.dumps({"phase": "started"}), flush=True)
+    sys.stdin.readline()
+    stop.set()
+    thread.join(timeout=30)
+    api.close()
+    return {"phase": "done", **_usage()}
+
+
 def main() -> int:
     mode, url = sys.argv[1], sys.argv[2]
     if mode == "watch":
         result = _watch(url)
     elif mode == "poll":
         result = _poll(url, int(sys.argv[3]))
+    elif mode == "rollout":
+        result = _rollout(url)
     else:
         result = _react(url)
     print(json.dumps(result), flush=True)

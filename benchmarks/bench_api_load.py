@@ -82,9 +82,18 @@ def _pod(name: str, namespace: str, node: str, labels: dict[str, str], owner: st
     }
 
 
-def populate(server: FakeApiServer, nodes: int, other_pods: int, mig_layout: bool = False) -> None:
+ROLLOUT_LAYOUT = "all-1g.10gb"
+ROLLOUT_RESOURCES = {"nvidia.com/mig-1g.10gb": 56}
+
+
+def populate(
+    server: FakeApiServer, nodes: int, other_pods: int, mig_layout: bool = False, rollout_pool: int | None = None
+) -> None:
+    """``rollout_pool``: only that pool's nodes want another MIG layout (the others already have theirs)."""
     store = server.store
-    settings = {"max_unavailable": "10", "mig_layout": mig_layout, "operator_namespace": OPERATOR}
+    settings: dict[str, Any] = {"max_unavailable": "10", "mig_layout": mig_layout, "operator_namespace": OPERATOR}
+    if rollout_pool is not None:
+        settings["mig_resources"] = {f"pool-{rollout_pool:03d}": ROLLOUT_RESOURCES}
     store.put(
         "/api/v1/configmaps",
         {
@@ -117,7 +126,9 @@ def populate(server: FakeApiServer, nodes: int, other_pods: int, mig_layout: boo
             "gpu-platform.io/node-group": f"pool-{index // 100:03d}",
             "nvidia.com/mig.config": "all-disabled",
             "nvidia.com/mig.config.state": "success",
-            "gpu-platform.io/node-agent.mig-desired-config": "all-1g.10gb",
+            "gpu-platform.io/node-agent.mig-desired-config": (
+                ROLLOUT_LAYOUT if rollout_pool is None or index // 100 == rollout_pool else "all-disabled"
+            ),
         }
         store.put(
             "/api/v1/nodes",
@@ -249,6 +260,75 @@ def react(nodes: int) -> float:
         return (first - changed_at) if first is not None else float("inf")
 
 
+def _mig_manager_and_kubelet(server: FakeApiServer, stop: Any) -> None:
+    """The other actors of a MIG rollout, as the simulated world has them (tests/node_agent/sim/actors.py), on the
+    HTTP server's store: mig-manager answers a new ``nvidia.com/mig.config`` (its state cleared by the controller)
+    with ``success`` and the device plugin's allocatable; kubelet runs each smoke pod to ``Succeeded``."""
+    store = server.store
+    while not stop.is_set():
+        with store.lock:
+            nodes = list(store.objects.get("/api/v1/nodes", {}).values())
+            pods = list(store.objects.get("/api/v1/pods", {}).values())
+        for node in nodes:
+            labels = node["metadata"].get("labels") or {}
+            if labels.get("nvidia.com/mig.config") == ROLLOUT_LAYOUT and "nvidia.com/mig.config.state" not in labels:
+                body = json.loads(json.dumps(node))
+                body["metadata"]["labels"]["nvidia.com/mig.config.state"] = "success"
+                body["status"]["allocatable"] = {"cpu": "64", **{k: str(v) for k, v in ROLLOUT_RESOURCES.items()}}
+                store.put("/api/v1/nodes", body)
+        for pod in pods:
+            if pod["metadata"].get("namespace") == NAMESPACE and (pod.get("status") or {}).get("phase") != "Succeeded":
+                body = json.loads(json.dumps(pod))
+                body["status"] = {"phase": "Succeeded"}
+                store.put("/api/v1/pods", body)
+        stop.wait(0.2)
+
+
+def rollout_http(nodes: int, pool: int = 0) -> dict[str, Any]:
+    """One MIG rollout of the 100-node pool ``pool`` of ``nodes`` GPU nodes (budget 10), over HTTP."""
+    import threading
+
+    with FakeApiServer(bookmark_every=60.0) as server:
+        populate(server, nodes, 0, mig_layout=True, rollout_pool=pool)
+        client = _client("rollout", server.url, ROOT)
+        assert client.stdout is not None and client.stdin is not None
+        stop = threading.Event()
+        actors = threading.Thread(target=_mig_manager_and_kubelet, args=(server, stop), daemon=True)
+        actors.start()
+        json.loads(client.stdout.readline())
+        started = time.monotonic()
+        wanted = {f"gpu-{index:05d}" for index in range(pool * 100, pool * 100 + 100)}
+
+        def finished() -> int:
+            with server.store.lock:
+                return sum(
+                    1
+                    for node in server.store.objects["/api/v1/nodes"].values()
+                    if node["metadata"]["name"] in wanted
+                    and (node["metadata"].get("labels") or {}).get("gpu-platform.io/node-agent.state") == "done"
+                )
+
+        while finished() < len(wanted) and time.monotonic() - started < 900:
+            time.sleep(0.5)
+        done, seconds = finished(), time.monotonic() - started
+        requests, text, _ = _requests(server)
+        sent, received = server.bytes_out, server.bytes_in
+        client.stdin.write("\n")
+        client.stdin.flush()
+        result = json.loads(client.stdout.readline())
+        client.wait()
+        stop.set()
+        return {
+            "done": done,
+            "seconds": seconds,
+            "requests": requests,
+            "by_kind": text,
+            "mb_out": sent / 1e6,
+            "mb_in": received / 1e6,
+            **result,
+        }
+
+
 CACHED_CALLS = frozenset(
     {
         "list_nodes",
@@ -329,6 +409,14 @@ def main() -> int:
             seconds = react(nodes)
             print(f"react: nodes={nodes} settings change -> first node write {seconds:.2f} s")
             ok = ok and seconds <= 2.0
+        for nodes in SIZES:
+            run = rollout_http(nodes)
+            print(
+                f"rollout over HTTP: nodes={nodes} pool=100 budget=10 done={run['done']} in {run['seconds']:.0f} s "
+                f"requests={run['requests']} ({run['by_kind']}) mb_out={run['mb_out']:.1f} mb_in={run['mb_in']:.1f} "
+                f"controller_cpu_s={run['cpu_s']:.1f} peak_rss_mb={run['peak_rss_mb']:.0f}"
+            )
+            ok = ok and run["done"] == 100
         for pool in (50, 100):
             done, calls = rollout(pool)
             total = sum(calls.values())

@@ -359,6 +359,10 @@ CONTROLLER_LABELS: Final = (
 #: A person asks for another attempt of a failed node with this annotation (any new value): the controller gives
 #: the node back as it was before the first attempt (its cordon, the skip label), clears the halt, and starts over.
 RETRY_ANNOTATION: Final = f"{AGENT_PREFIX}retry"
+#: The controller set the GPU Operator's skip label on a node waiting in ``upgrade-required`` to keep the operator
+#: within the pool's shared budget (the operator counts only the nodes it manages; see docs/node-agent.md, "Sharing
+#: nodes with the GPU Operator"); it lifts the label, and this note, when the budget has room again.
+THROTTLE_ANNOTATION: Final = f"{AGENT_PREFIX}throttled"
 #: The node's proof record, written by the rollout controller's continuous proof (``controller/proving.py``) on
 #: every GPU node of a pool with a declaration, and read by ``tools/status`` and the alerts: JSON
 #: ``{"result": "passed"|"failed", "at": "<RFC3339>", "reason": str, "driver": str, "mig": str}``.
@@ -372,6 +376,7 @@ CONTROLLER_ANNOTATIONS: Final = (
     REQUEST_ANNOTATION,
     RETRY_ANNOTATION,
     PROOF_ANNOTATION,
+    THROTTLE_ANNOTATION,
     operator.UPGRADE_INITIAL_STATE_ANNOTATION,
 )
 #: The one annotation an executor may change, on its own Node only.

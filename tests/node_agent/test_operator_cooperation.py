@@ -328,3 +328,22 @@ def test_the_controller_counts_a_node_the_operator_is_upgrading_against_the_pool
     assert_sound(world)
     assert set(world.states().values()) == {State.DONE}
     assert world.metrics.max_unavailable == 1
+
+
+@proves("I5", "I7")
+def test_the_operator_is_held_off_a_pool_while_a_handover_rollout_runs_there() -> None:
+    """Nodes held for a hand-over run no operator driver pod yet, so the operator's upgrade controller does not count
+    them: upgrading the nodes handed over already, it would take one beside them (three of a 2-node budget). The
+    controller keeps the operator's skip label, with its throttle note, on the pool's other nodes while its rollout
+    there runs, and lifts it after; the operator then upgrades every node."""
+    world = World(nodes=6, budget="2", operator_budget=2)
+    world.run(7200.0, until=lambda: world.state("node-002") in (State.UNINSTALLING, State.VERIFYING))
+    assert world.state("node-000") == State.DONE and world.state("node-002") in (State.UNINSTALLING, State.VERIFYING)
+    assert world.labels("node-000").get(UPGRADE_SKIP_LABEL) == "true"  # held off while the rollout runs
+    world.driver.set_image(NEW_DRIVER)
+    done(world)
+    world.run(4 * 3600.0)
+    assert_sound(world)
+    assert world.metrics.max_unavailable <= 2
+    assert set(operator_states(world).values()) == {operator.UpgradeState.DONE}
+    assert all(UPGRADE_SKIP_LABEL not in world.labels(name) for name in world.states())

@@ -315,7 +315,13 @@ def build_pools(views: list[NodeView], leases: list[dict[str, Any]], budget: Any
             )
         )
         unavailable = frozenset(
-            view.uid for view in members if view.unschedulable or not view.ready or view.operator_holds
+            view.uid
+            for view in members
+            if view.unschedulable
+            or not view.ready
+            or view.operator_holds
+            # waiting in upgrade-required without a skip label: the operator may take it at any moment
+            or (view.operator_state == operator.UpgradeState.UPGRADE_REQUIRED and not view.skip_label)
         )
         away = tuple(sorted(view.name for view in members if view.uid in holders or view.uid in unavailable))
         pools[pool] = PoolView(pool, len(members), budget(len(members)), frozenset(holders), halted, unavailable, away)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.node_agent import (
     GPU_DEPLOY_DRIVER_LABEL,
     Outcome,
@@ -106,18 +107,35 @@ def on_rebooting(view: NodeView, record: Record, work: Work, ctx: Context) -> li
 
 
 def _driver_ready(view: NodeView, record: Record) -> bool:
-    """The operator's driver pod on this node is Ready, current (its DaemonSet's newest revision, the DaemonSet of
-    the node's owner, on the declared image: ``driver_pod_problem``), and not one that was there at the hand-over
-    (by UID: the pod's ``creationTimestamp`` is the API server's clock, not this replica's)."""
+    """The operator's driver pod on this node is Ready, made after the hand-over began (by UID: the pod's
+    ``creationTimestamp`` is the API server's clock, not this replica's), and from the DaemonSet of the node's
+    owner, on that DaemonSet's newest revision, or on an older one when the template moved on during the hand-over.
+
+    Why an older revision is enough here: the driver DaemonSet is ``OnDelete``, and while the controller holds the
+    node its skip label keeps the operator's upgrade controller from replacing the pod, so waiting for the newest
+    revision would wait forever. The hand-over is done once the operator's driver runs; the skip label goes with it,
+    and the operator then upgrades the node in its own flow (the proof of the step judges the revision).
+    """
     for pod in view.driver_pods:
         if objects.terminating(pod) or not objects.pod_ready(pod):
             continue
         if objects.uid(pod) in record.stale_driver_pods:  # there before the hand-over: not its answer
             continue
-        if driver_pod_problem(pod, view.labels, view.driver_sets):
+        problem = driver_pod_problem(pod, view.labels, view.driver_sets)
+        if problem and not _only_an_older_revision(pod, view):
             continue
         return True
     return False
+
+
+def _only_an_older_revision(pod: dict[str, Any], view: NodeView) -> bool:
+    """The pod belongs to the node owner's driver DaemonSet and differs from it only by revision (and image)."""
+    sets = view.driver_sets
+    ds = sets.get(objects.owner_name(pod)) if objects.owner_kind(pod) == "DaemonSet" else None
+    if ds is None:
+        return False
+    owner = view.labels.get(operator.DRIVER_OWNER_LABEL, "")
+    return not (ds.owner and owner and ds.owner != owner)
 
 
 def on_handing_over(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
