@@ -53,6 +53,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/controller/decisions/handover.py",
     "components/node_agent/agent/controller/decisions/mig.py",
     "components/node_agent/agent/controller/decisions/operands.py",
+    "components/node_agent/agent/controller/decisions/pool_hold.py",
     "components/node_agent/agent/controller/decisions/release.py",
     "components/node_agent/agent/controller/decisions/reports.py",
     "components/node_agent/agent/controller/decisions/slots.py",

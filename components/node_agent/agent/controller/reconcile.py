@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.names import GPU_NODE_LABEL
 from components.catalog.node_agent import (
     CONTROLLER_LEASE,
@@ -24,15 +23,12 @@ from components.catalog.node_agent import (
     LEASE_FAILED_ANNOTATION,
     LEASE_NODE_ANNOTATION,
     LEASE_POOL_LABEL,
-    MIG_DESIRED_LABEL,
     REQUEST_ANNOTATION,
     SETTINGS_CONFIG_MAP,
     SETTINGS_KEY,
     SLOT_STATES,
     SMOKE_LABEL,
     STATE_LABEL,
-    THROTTLE_ANNOTATION,
-    UPGRADE_SKIP_LABEL,
     State,
 )
 from components.node_agent.agent import objects
@@ -50,6 +46,7 @@ from components.node_agent.agent.controller.actions import (
 from components.node_agent.agent.controller.decide import decide
 from components.node_agent.agent.controller.decisions.context import Context
 from components.node_agent.agent.controller.decisions.halts import orphan_lease_actions
+from components.node_agent.agent.controller.decisions.pool_hold import throttle
 from components.node_agent.agent.controller.decisions.slots import wants_slot
 from components.node_agent.agent.controller.proving import metrics_text, prove
 from components.node_agent.agent.controller.view import (
@@ -419,46 +416,6 @@ def _halt_in(actions: list[Action]) -> str:
         if isinstance(action, (AnnotateLease, CreateLease)) and action.annotations.get(LEASE_FAILED_ANNOTATION):
             return action.annotations[LEASE_FAILED_ANNOTATION]
     return ""
-
-
-def throttle(views: list[NodeView], works: dict[str, Work], pools: dict[str, PoolView]) -> list[Action]:
-    """One maintainer per pool while the controller works on it: the GPU Operator's upgrade controller is held off
-    the pool's other nodes with its own skip label, and let back when the controller's work there is done.
-
-    Why a whole pool: the operator admits a node while the nodes *it manages* that are away stay below its own
-    limit, and it may move a node from ``upgrade-done`` through ``upgrade-required`` to ``cordon-required`` in one
-    reconcile. Nodes the controller holds in a hand-over have no operator driver pod yet, so the operator does not
-    count them: the two together could take more of the pool down than its budget (the randomised soak found it).
-    So while any node of the pool has the controller's work (waiting, or held), every other node the operator
-    manages there (it runs a driver pod) carries the skip label with the controller's throttle note; the notes
-    and labels go again once the pool has no work left. Only labels the controller set are removed. The operator
-    then upgrades the pool after the controller's rollout, within its own budget.
-    """
-    actions: list[Action] = []
-    for name, pool in sorted(pools.items()):
-        members = sorted((view for view in views if view.pool == name), key=lambda item: item.name)
-        busy = any(
-            view.state in SLOT_STATES or view.uid in pool.holders or wants_slot(view, works[view.name])
-            for view in members
-        )
-        for view in members:
-            throttled = view.annotations.get(THROTTLE_ANNOTATION) == "true"
-            held = view.state in SLOT_STATES or view.uid in pool.holders or wants_slot(view, works[view.name])
-            if not (view.opted_in or view.labels.get(MIG_DESIRED_LABEL)):
-                continue  # a node no flow applies to: not the controller's to label
-            if busy and not held and not throttled and not view.skip_label and view.driver_pods:
-                if not view.operator_holds:
-                    actions.append(_throttle_patch(view, hold=True))
-            elif throttled and view.skip_label and not busy:
-                actions.append(_throttle_patch(view, hold=False))
-    return actions
-
-
-def _throttle_patch(view: NodeView, *, hold: bool) -> PatchNode:
-    labels = {UPGRADE_SKIP_LABEL: operator.UPGRADE_SKIP_VALUE if hold else None}
-    notes = {THROTTLE_ANNOTATION: "true" if hold else None}
-    why = "the operator's upgrade held: the pool's shared budget is full" if hold else "the operator's upgrade released"
-    return PatchNode(view.name, {"metadata": {"resourceVersion": view.rv, "labels": labels, "annotations": notes}}, why)
 
 
 def dry_run(view: NodeView, actions: list[Action]) -> list[Action]:

@@ -114,12 +114,19 @@ def driver_daemon_sets(
     return found
 
 
-def driver_pod_problem(pod: dict[str, Any], node_labels: dict[str, str], sets: dict[str, DriverDaemonSet]) -> str:
+def driver_pod_problem(
+    pod: dict[str, Any],
+    node_labels: dict[str, str],
+    sets: dict[str, DriverDaemonSet],
+    *,
+    any_revision: bool = False,
+) -> str:
     """Why a driver pod is not the operator's current driver for the node ("" when it is).
 
     Current as the operator's upgrade controller decides it (``podInSyncWithDS``): owned by a driver DaemonSet (an
     orphan is never in sync), its ``controller-revision-hash`` the DaemonSet's newest; and that DaemonSet is the
     one of the NVIDIADriver owning the node (the owner label the operator writes), on the declared image.
+    ``any_revision``: the right DaemonSet is enough, whichever of its revisions (and so image) the pod runs.
     """
     ds = sets.get(objects.owner_name(pod)) if objects.owner_kind(pod) == "DaemonSet" else None
     if ds is None:
@@ -127,6 +134,8 @@ def driver_pod_problem(pod: dict[str, Any], node_labels: dict[str, str], sets: d
     owner = node_labels.get(operator.DRIVER_OWNER_LABEL, "")
     if ds.owner and owner and ds.owner != owner:
         return f"driver pod {objects.name(pod)} is {ds.owner}'s, the node is owned by {owner}"
+    if any_revision:
+        return ""
     pod_hash = objects.labels(pod).get(operator.CONTROLLER_REVISION_HASH_LABEL, "")
     if not ds.current_hash or pod_hash != ds.current_hash:
         return f"driver pod {objects.name(pod)} is revision {pod_hash or 'none'}, {ds.name} is at {ds.current_hash}"

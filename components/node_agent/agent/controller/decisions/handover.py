@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.node_agent import (
     GPU_DEPLOY_DRIVER_LABEL,
     Outcome,
@@ -121,21 +120,10 @@ def _driver_ready(view: NodeView, record: Record) -> bool:
             continue
         if objects.uid(pod) in record.stale_driver_pods:  # there before the hand-over: not its answer
             continue
-        problem = driver_pod_problem(pod, view.labels, view.driver_sets)
-        if problem and not _only_an_older_revision(pod, view):
+        if driver_pod_problem(pod, view.labels, view.driver_sets, any_revision=True):
             continue
         return True
     return False
-
-
-def _only_an_older_revision(pod: dict[str, Any], view: NodeView) -> bool:
-    """The pod belongs to the node owner's driver DaemonSet and differs from it only by revision (and image)."""
-    sets = view.driver_sets
-    ds = sets.get(objects.owner_name(pod)) if objects.owner_kind(pod) == "DaemonSet" else None
-    if ds is None:
-        return False
-    owner = view.labels.get(operator.DRIVER_OWNER_LABEL, "")
-    return not (ds.owner and owner and ds.owner != owner)
 
 
 def on_handing_over(view: NodeView, record: Record, work: Work, ctx: Context) -> list[Action]:
