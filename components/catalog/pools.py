@@ -1,8 +1,11 @@
-"""A GPU pool: a set of identical GPU nodes, whatever provides them (a Yandex node group, a bare-metal node).
+"""A GPU pool: a set of identical GPU nodes, whatever provides them (a Yandex node group, a bare-metal node, the
+nodes of an existing cluster that a label selector picks).
 
 The GPU Operator values (tolerations, driver checks), MIG, the smoke test and the outputs read pools,
-so they do not care whether the nodes come from a cloud or a rack. ``components.stack.pools`` builds
-them from the stack config, once per run; capabilities receive them as plain data.
+so they do not care whether the nodes come from a cloud, a rack or someone else's provisioning. The stack's
+platform (``components.stack.platforms``) builds them from the stack config, once per run; capabilities receive
+them as plain data, and what differs between platforms is data here (``source``, ``node_selector``,
+``gpu_counts``), never a switch on the platform.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from typing import Any
 
 from components.catalog.gpus import GpuModel
 from components.catalog.kubernetes import Taint, tolerations_for
-from components.catalog.names import HOSTNAME_LABEL, NODE_GROUP_LABEL
 
 
 @dataclass(frozen=True)
@@ -29,15 +31,19 @@ class GpuPool:
     preinstalled_driver: bool
     host_driver_removal: bool = False
     labels: dict[str, str] = field(default_factory=dict)
-    bare_metal: bool = False
-    #: Changes when the pool's nodes are replaced (a Yandex group's replacement key; "" on bare metal),
+    #: Where the nodes come from, as the outputs name it (``gpuPools.<pool>.source``): the platform's word.
+    source: str = ""
+    #: The labels that select exactly the pool's nodes: what a pod's nodeSelector, the status command and the
+    #: node agent match a node by (a group's label, a host's name, or the selector an existing cluster's pool gives).
+    node_selector: dict[str, str] = field(default_factory=dict)
+    #: The value of the pool label (``gpu-platform.io/node-group``) its nodes carry: the pool's name, or the
+    #: bare-metal ``pool`` that hosts share (one node agent budget).
+    pool_label: str = ""
+    #: Every GPU count a node of the pool can have (a recorded MIG plan is checked against it); None: no fact.
+    gpu_counts: tuple[int, ...] | None = None
+    #: Changes when the pool's nodes are replaced (a Yandex group's replacement key; "" elsewhere),
     #: so work bound to the nodes (the smoke Jobs) runs again on the new ones.
     revision: str = ""
-
-    @property
-    def source(self) -> str:
-        """Where the nodes come from, as the outputs name it."""
-        return "bare-metal-node" if self.bare_metal else "yandex-node-group"
 
 
 def gpu_taints(pools: Iterable[GpuPool]) -> list[Taint]:
@@ -47,5 +53,4 @@ def gpu_taints(pools: Iterable[GpuPool]) -> list[Taint]:
 
 def pool_scheduling(pool: GpuPool) -> dict[str, Any]:
     """What a pod needs to land on the pool: a node selector and a toleration for each taint."""
-    selector = {HOSTNAME_LABEL: pool.name} if pool.bare_metal else {NODE_GROUP_LABEL: pool.name}
-    return {"nodeSelector": selector, "tolerations": tolerations_for(pool.taints)}
+    return {"nodeSelector": dict(pool.node_selector), "tolerations": tolerations_for(pool.taints)}

@@ -1,7 +1,7 @@
 """Cluster access: one explicit Kubernetes provider for every Kubernetes resource of the stack.
 
-The kubeconfig comes from the cluster's kind: for Yandex it is built from the existing cluster
-(``components.yandex.cluster``), for bare metal it is a Pulumi secret. Either way it stays a
+The kubeconfig comes from the stack's platform (``components.stack.platforms``): for Yandex it is built from
+the existing cluster (``components.yandex.cluster``), elsewhere it is a Pulumi secret. Either way it stays a
 secret, and nothing ever lands on whatever cluster the local kubeconfig happens to point at.
 """
 
@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog.names import CLUSTER_ACCESS_TYPE
-from components.cluster.config import BareMetalClusterConfig, ClusterConfig
+from components.cluster.config import ClusterConfig
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class ClusterAccessArgs:
     kubeconfig: pulumi.Input[str]
     cluster_id: pulumi.Input[str] | None = None  # default: the cluster's name
     endpoint: pulumi.Input[str] | None = None  # default: "(from kubeconfig)"
+    context: str | None = None  # the kubeconfig's context to use (default: its current context)
 
 
 class ClusterAccess(pulumi.ComponentResource):
@@ -40,11 +41,10 @@ class ClusterAccess(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(args.kubeconfig)
         self.endpoint = pulumi.Output.from_input(args.endpoint if args.endpoint is not None else "(from kubeconfig)")
         self.cluster_id = pulumi.Output.from_input(args.cluster_id if args.cluster_id is not None else cluster.name)
-        context = cluster.context if isinstance(cluster, BareMetalClusterConfig) else None
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
-            context=context,
+            context=args.context,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -1,12 +1,13 @@
 """Config model of the cluster the platform lands on (``cluster`` in the stack file).
 
-Two kinds, told apart by ``kind``; each kind takes only its own keys, so a bare-metal cluster with
-a Yandex cluster id cannot even be written down:
+The kinds, told apart by ``kind`` (which also names the stack's platform, ``components.stack.platforms``);
+each kind takes only its own keys, so a bare-metal cluster with a Yandex cluster id cannot even be written down:
 - ``yandex``: an existing Yandex Managed Kubernetes cluster, found by ``clusterId`` in the folder
   of the Yandex provider (``yandex:folderId``, the one place the folder is named); its kubeconfig
   is built from the cluster's endpoint and CA;
-- ``bare-metal``: an existing cluster reached with a kubeconfig kept as a Pulumi secret.
-Both give one explicit Kubernetes provider that every Kubernetes resource uses, so nothing ever
+- ``bare-metal``: an existing cluster reached with a kubeconfig kept as a Pulumi secret, whose hosts the
+  program prepares over SSH.
+Each gives one explicit Kubernetes provider that every Kubernetes resource uses, so nothing ever
 lands on whatever cluster the operator's local kubeconfig happens to point at.
 """
 
@@ -76,7 +77,7 @@ class YandexClusterConfig(_ClusterBase):
             yield Problem(join_path(path, "clusterId"), problem)
 
 
-class BareMetalClusterConfig(_ClusterBase):
+class KubeconfigClusterConfig(_ClusterBase):
     """An existing cluster reached with a kubeconfig kept as a Pulumi secret.
 
     ``kubeconfigSecret`` names the secret stack config key (set with ``pulumi config set --secret``)
@@ -88,4 +89,4 @@ class BareMetalClusterConfig(_ClusterBase):
     context: str | None = None
 
 
-ClusterConfig = Annotated[YandexClusterConfig | BareMetalClusterConfig, Field(discriminator="kind")]
+ClusterConfig = Annotated[YandexClusterConfig | KubeconfigClusterConfig, Field(discriminator="kind")]

@@ -28,7 +28,6 @@ from components.base.config_model import ConfigModel, problems_from_validation_e
 from components.base.problems import Problem, join_path
 from components.catalog import mig as catalog
 from components.catalog.pools import GpuPool
-from components.catalog.yandex import YANDEX_GPU_PLATFORMS
 
 RECORD_VERSION = 1
 
@@ -82,7 +81,7 @@ class RecordedPlan(ConfigModel):
                     "from the file (the pool's GPUs are then taken as MIG-disabled) and record the new plan",
                 )
             ]
-        count, gpus, possible_counts = len(recorded.gpus), pool.gpus_per_node, _possible_gpu_counts(pool)
+        count, gpus, possible_counts = len(recorded.gpus), pool.gpus_per_node, pool.gpu_counts
         if count != gpus and possible_counts is not None and count not in possible_counts:
             possible = ", ".join(map(str, possible_counts))
             return None, [
@@ -95,13 +94,6 @@ class RecordedPlan(ConfigModel):
             ]
         layouts = tuple(dict(layout) if layout else None for layout in recorded.gpus[:gpus])
         return layouts + (None,) * (gpus - len(layouts)), []
-
-
-def _possible_gpu_counts(pool: GpuPool) -> tuple[int, ...] | None:
-    """GPU counts a node of ``pool`` can have: a bare-metal host's forms (the GPU table; None: no fact), a Yandex VM's shapes."""
-    if pool.bare_metal:
-        return pool.model.host_gpu_counts
-    return tuple(sorted({n for platform in YANDEX_GPU_PLATFORMS.values() for n in platform.allowed_gpus}))
 
 
 def _where(file_name: str, lines: Mapping[str, int], path: str) -> str:

@@ -23,19 +23,18 @@ from components.catalog.drivers import CudaCheckMode, CudaVersionError, minimum_
 from components.catalog.gpu_operator_chart import DEFAULT_DRIVER_VERSION
 from components.catalog.names import PROJECT as PROJECT  # re-exported: the stack's readers import it here
 from components.catalog.names import PROOF_NAMESPACE
-from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
 from components.catalog.nvidia_driver import precompiled_problem
-from components.catalog.yandex import yandex_label_value_problem
-from components.cluster.config import BareMetalClusterConfig, ClusterConfig
+from components.cluster.config import ClusterConfig
 from components.gpu_operator.config import GpuOperatorConfig
-from components.gpu_operator.pool_config import PoolDriverConfig
 from components.kubeflow.config import KubeflowConfig
 from components.mig.config import MigSettings
 from components.node_agent.config import NodeAgentConfig, kubernetes_problems
 from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.stack.blame import problem_for
-from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, node_group_name_problem, with_defaults
+from components.stack.platforms.base import NamedSecret
+from components.stack.platforms.registry import platform_of, section_owners
+from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, with_defaults
 
 
 class EnvironmentConfig(ConfigModel):
@@ -108,13 +107,9 @@ class StackConfig(ConfigModel):
 
     def secret_keys(self) -> set[str]:
         """Config keys that hold secrets (read with ``require_secret``), named by this config."""
-        keys: set[str] = set()
-        if isinstance(self.cluster, BareMetalClusterConfig):
-            keys.add(self.cluster.kubeconfig_secret)
+        keys = {named.key for named in platform_of(self).named_secrets(self) if named.key}
         if self.kubeflow is not None and self.kubeflow.enabled:
             keys |= self.kubeflow.secret_keys()
-        if self.bare_metal is not None:
-            keys |= self.bare_metal.secret_keys()
         return keys
 
     def platform_namespaces(self) -> dict[str, str]:
@@ -130,88 +125,61 @@ class StackConfig(ConfigModel):
 
     def problems(self) -> Iterator[Problem]:
         """Every semantic problem of the stack, each with its key path."""
+        platform = platform_of(self)
         yield from self.cluster.problems("cluster")
         yield from self.cuda.problems("cuda")
-        if self.node_groups and self.cluster.kind != "yandex":
-            yield Problem("nodeGroups", f"Yandex node groups need cluster.kind yandex, not {self.cluster.kind}")
-        if self.cluster.kind == "bare-metal" and self.bare_metal is None:
-            yield Problem("bareMetal", "is required when cluster.kind is bare-metal (the nodes and how to reach them)")
-        if self.cluster.kind != "bare-metal" and self.bare_metal is not None:
-            yield Problem("bareMetal", f"must not be set when cluster.kind is {self.cluster.kind}")
-        if self.bare_metal is not None:
-            yield from self.bare_metal.problems("bareMetal")
-        for name, group in self.node_groups.items():
-            path = join_path("nodeGroups", name)
-            name_problem = node_group_name_problem(name)
-            if name_problem:
-                yield Problem(path, name_problem)
-            yield from group.problems(path)
-            yield from group.version_skew_problems(
-                self.cluster.kubernetes_version, join_path(path, "kubernetesVersion")
-            )
+        yield from self._other_platform_problems()
+        yield from platform.problems(self)
         yield from self.gpu_operator.problems("gpuOperator")
-        handover = {name: group.host_driver_removal for name, group in self.node_groups.items()}
-        yield from kubernetes_problems(self.cluster.kubernetes_minor, self.node_agent, handover)
-        pool_names = list(self.gpu_node_groups)
-        pool_names += [node.name for node in self.bare_metal.nodes] if self.bare_metal else []
-        yield from self.smoke_test.problems("smokeTest", pool_names)
+        yield from kubernetes_problems(self.cluster.kubernetes_minor, self.node_agent, platform.handover_pools(self))
+        yield from self.smoke_test.problems("smokeTest", platform.pool_names(self))
         if self.kubeflow is not None and self.kubeflow.enabled:
             yield from self.kubeflow.problems(
                 "kubeflow", program_keys=top_level_keys(), taken_namespaces=self.platform_namespaces()
             )
         yield from self._secret_key_problems()
-        yield from self._environment_problems()
         yield from self._pool_driver_problems()
 
-    def _environment_problems(self) -> Iterator[Problem]:
-        """On Yandex the environment name is the value of every node group's ``environment`` label."""
-        if self.cluster.kind == "yandex":
-            problem = yandex_label_value_problem(self.environment.name)
-            if problem:
-                yield Problem("environment.name", f"{problem}; it labels every node group")
-
-    def _pools(self) -> list[tuple[str, PoolDriverConfig | None, dict[str, str], bool]]:
-        """Each GPU pool: its config path, its own driver, its labels, and whether the operator owns its driver."""
-        owner = self.gpu_operator.driver.owner
-        pools = [
-            (join_path("nodeGroups", name), group.driver, group.labels, group.gpu_environment == "runc")
-            for name, group in self.gpu_node_groups.items()
-        ]
-        pools += [
-            (join_path("bareMetal", "nodes", index), node.driver, node.labels, owner == "operator")
-            for index, node in enumerate(self.bare_metal.nodes if self.bare_metal else [])
-        ]
-        return pools
+    def _other_platform_problems(self) -> Iterator[Problem]:
+        """A section only another platform reads is a mistake, not something to ignore: the stack would silently
+        lose what it declares (node groups on a bare-metal cluster, hosts on a Yandex one)."""
+        kind = self.cluster.kind
+        written = set(self.model_fields_set)
+        for section, owner in section_owners().items():
+            field_name = next((name for name, info in StackConfig.model_fields.items() if info.alias == section), "")
+            if owner.kind != kind and field_name in written and getattr(self, field_name):
+                yield Problem(
+                    section,
+                    f"is read only when cluster.kind is {owner.kind} ({owner.pool_noun}s), and this stack's cluster.kind "
+                    f"is {kind}; remove it, or set cluster.kind: {owner.kind}",
+                )
 
     def _pool_driver_problems(self) -> Iterator[Problem]:
-        """Driver combinations that break a real cluster: all canaries, precompiled images, a skipped driver."""
-        pools = self._pools()
-        canaries = [path for path, driver, _, _ in pools if driver is not None and driver.canary]
-        if len(pools) > 1 and len(canaries) == len(pools):
+        """Driver combinations that break a real cluster: all canaries, precompiled images."""
+        platform = platform_of(self)
+        requests = platform.driver_requests(self)
+        operator_driver = platform.operator_driver_pools(self)
+        canaries = [r.path for r in requests.values() if r.config is not None and r.config.canary]
+        if len(requests) > 1 and len(canaries) == len(requests):
             for path in canaries:
                 yield Problem(
-                    join_path(path, "driver", "canary"),
+                    join_path(path, "canary"),
                     "every GPU pool is a canary, so no pool waits for one and a bad driver reaches the whole fleet "
                     "at once; keep canary: true on one pool (or a few) and let the others wait",
                 )
         stack_driver = self.gpu_operator.driver
         stack_version = stack_driver.version or DEFAULT_DRIVER_VERSION
         stack_wide = False
-        for path, driver, labels, operator_driver in pools:
-            if operator_driver and labels.get(GPU_DEPLOY_DRIVER_LABEL) == "false" and path.startswith("bareMetal"):
-                yield Problem(
-                    join_path(path, "labels", GPU_DEPLOY_DRIVER_LABEL),
-                    "'false' on a driverless host makes the GPU Operator skip its driver there: the node would have "
-                    "no driver at all; remove the label",
-                )
-            if not operator_driver:
+        for pool, request in requests.items():
+            if not operator_driver.get(pool):
                 continue
+            driver = request.config
             own = driver.use_precompiled if driver is not None else None
             precompiled = own if own is not None else stack_driver.use_precompiled
             version = driver.version if driver is not None and driver.version else stack_version
             problem = precompiled_problem(version) if precompiled else None
             if problem and own is not None:
-                yield Problem(join_path(path, "driver", "usePrecompiled"), problem)
+                yield Problem(join_path(request.path, "usePrecompiled"), problem)
             elif problem:
                 stack_wide = True
         if stack_wide:
@@ -221,36 +189,20 @@ class StackConfig(ConfigModel):
         """A key that names a secret must be a key of its own: not empty, not one of the program's settings, not a
         key another secret names. A clash is reported at the key the file writes: where one of the two is a default
         (not in the file), at the other."""
-        named: list[tuple[str, str | None, bool]] = []
-        if isinstance(self.cluster, BareMetalClusterConfig):
-            written = "kubeconfig_secret" in self.cluster.model_fields_set
-            named.append(("cluster.kubeconfigSecret", self.cluster.kubeconfig_secret, written))
-        if self.bare_metal is not None:
-            ssh = self.bare_metal.ssh
-            named.append(
-                ("bareMetal.ssh.privateKeySecret", ssh.private_key_secret, "private_key_secret" in ssh.model_fields_set)
-            )
-            if ssh.bastion is not None:
-                named.append(("bareMetal.ssh.bastion.privateKeySecret", ssh.bastion.private_key_secret, True))
+        named = platform_of(self).named_secrets(self)
         if self.kubeflow is not None and self.kubeflow.enabled:
             dex = self.kubeflow.dex
             written = "password_hash_secret" in dex.model_fields_set
-            named.append(("kubeflow.dex.passwordHashSecret", dex.password_hash_secret, written))
-            named.append(("kubeflow.oidcClientSecretKey", self.kubeflow.oidc_client_secret_key, True))
+            named.append(NamedSecret("kubeflow.dex.passwordHashSecret", dex.password_hash_secret, written))
+            named.append(NamedSecret("kubeflow.oidcClientSecretKey", self.kubeflow.oidc_client_secret_key, True))
         program = set(top_level_keys())
         first: dict[str, tuple[str, bool]] = {}
-        for path, key, written in named:
+        for path, key, written, may_share in ((n.path, n.key, n.written, n.may_share) for n in named):
             if key is not None and not key:
                 yield Problem(path, "must name a secret config key (set with pulumi config set --secret <key>)")
             elif key in program and not path.startswith("kubeflow."):  # the Kubeflow section checks its own
                 yield Problem(path, f"{key!r} is a program setting of its own, not a secret key; name another key")
-            elif (
-                key is not None
-                and key in first
-                and not (
-                    path.endswith("bastion.privateKeySecret") and first[key][0] == "bareMetal.ssh.privateKeySecret"
-                )
-            ):
+            elif key is not None and key in first and not (may_share and first[key][0] == may_share):
                 other, other_written = first[key]
                 at, names = (path, other) if written or not other_written else (other, path)
                 default = "" if (other_written if at == path else written) else " (its default)"

@@ -9,25 +9,25 @@ plaintext.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 
 from components.base.problems import Problem, StackConfigError
-from components.cluster.config import BareMetalClusterConfig
 from components.mig.recorded import RecordedPlan, parse_recorded_plan, record_file_name
 from components.stack.config import PROJECT, StackConfig, parse_stack_config, top_level_keys
+from components.stack.platforms.registry import platform_of
 
 
 @dataclass(frozen=True)
 class StackSecrets:
     """Every secret the stack config names, as Pulumi secrets (None where the config names none)."""
 
-    kubeconfig: pulumi.Output[str] | None = None
-    ssh_private_key: pulumi.Output[str] | None = None
-    bastion_private_key: pulumi.Output[str] | None = None
+    #: The platform's secrets by role (``kubeconfig``, ``sshPrivateKey``): what its own sections name.
+    platform: Mapping[str, pulumi.Output[str]] = field(default_factory=dict)
     dex_password_hash: pulumi.Output[str] | None = None
     oidc_client_secret: pulumi.Output[str] | None = None
 
@@ -35,23 +35,10 @@ class StackSecrets:
 def read_secrets(stack: StackConfig) -> StackSecrets:
     """The secrets ``stack`` names, read from the engine (``pulumi config set --secret <key>``)."""
     config = pulumi.Config()
-    cluster, bare_metal, kubeflow = stack.cluster, stack.bare_metal, stack.kubeflow
-    bastion = bare_metal.ssh.bastion if bare_metal else None
+    kubeflow = stack.kubeflow
     kubeflow_on = kubeflow is not None and kubeflow.enabled
     return StackSecrets(
-        kubeconfig=(
-            config.require_secret(cluster.kubeconfig_secret) if isinstance(cluster, BareMetalClusterConfig) else None
-        ),
-        ssh_private_key=(
-            config.require_secret(bare_metal.ssh.private_key_secret)
-            if bare_metal and bare_metal.host_preparation.enabled
-            else None
-        ),
-        bastion_private_key=(
-            config.require_secret(bastion.private_key_secret)
-            if bare_metal and bare_metal.host_preparation.enabled and bastion and bastion.private_key_secret
-            else None
-        ),
+        platform=platform_of(stack).read_secrets(stack, config),
         dex_password_hash=config.require_secret(kubeflow.dex.password_hash_secret)
         if kubeflow and kubeflow_on
         else None,

@@ -19,36 +19,12 @@ from components.mig.outputs import demand_outputs, from_demand_outputs
 from components.node_agent.desired import node_agent_watch_commands
 from components.observability.plan import RULES_NAME
 from components.stack.program import Platform
-from components.yandex.naming import replacement_fields
 
 CONTRACT_VERSION = "1"
 
 
-def node_group_outputs(platform: Platform) -> dict[str, Any]:
-    """Per GPU node group: identity, hardware and how to schedule onto it."""
-    result: dict[str, Any] = {}
-    for name, component in platform.node_groups.items():
-        group = platform.plan.config.node_groups[name]
-        result[name] = {
-            "id": component.node_group_id,
-            "cloudName": component.cloud_name,
-            "platform": group.platform,
-            "gpuModel": group.model.key,
-            "gpuArchitecture": group.model.architecture.value,
-            "gpusPerNode": group.resources.gpus,
-            "maxNodes": group.scale.max_nodes,
-            "gpuEnvironment": group.gpu_environment,
-            "preemptible": group.preemptible,
-            "taints": list(group.taints),
-            "labels": component.labels,
-            "scheduling": pool_scheduling(platform.plan.pool(name)),
-            "replacementFields": replacement_fields(group),
-        }
-    return result
-
-
 def gpu_pool_outputs(platform: Platform) -> dict[str, Any]:
-    """Every GPU pool (Yandex group or bare-metal node): hardware, resources, how to schedule onto it."""
+    """Every GPU pool (whatever its platform): hardware, resources, how to schedule onto it."""
     result: dict[str, Any] = {}
     mig = platform.plan.mig
     for pool in platform.plan.pools:
@@ -227,7 +203,8 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("kubeconfig", platform.access.kubeconfig)
     pulumi.export("cuda", {"version": stack.cuda.version, "check": stack.cuda.check.value})
     pulumi.export("gpuPools", gpu_pool_outputs(platform))
-    pulumi.export("gpuNodeGroups", node_group_outputs(platform))
+    for key, value in platform.plan.platform.outputs(platform.plan, platform.nodes).items():
+        pulumi.export(key, value)
     pulumi.export("gpuOperator", gpu_operator_outputs(platform))
     pulumi.export("drivers", driver_outputs(platform))
     pulumi.export("kubeflow", kubeflow_outputs(platform))

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.bare_metal.node_labels import bare_metal_labels, declared_taint_annotations
 from components.base.merge import deep_merge
 from components.base.problems import Problem, StackConfigError
 from components.catalog.drivers import minimum_driver
-from components.catalog.kubernetes import GO_DURATION_MAX_SECONDS, check_taints, gpu_node_taint_problem
+from components.catalog.kubernetes import GO_DURATION_MAX_SECONDS
 from components.catalog.names import DRIVER_GROUP_LABEL, MIG_CONFIG_LABEL, PROOF_NAMESPACE
 from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.driver_objects import nvidia_driver_object
@@ -39,6 +38,8 @@ from components.smoke_test.proof import JOB_MARGIN_SECONDS
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.blame import problem_for
 from components.stack.config import StackConfig
+from components.stack.platforms.base import GpuPlatform
+from components.stack.platforms.registry import platform_of
 from components.stack.pools import driver_requests, gpu_pools, mig_requests
 from components.stack.shared_budget import shared_budget_problems
 
@@ -85,6 +86,11 @@ class Plan:
         group = self.operator.driver.group_of(pool) if self.operator and self.operator.driver.per_pool else None
         return {DRIVER_GROUP_LABEL: group.name} if group else {}
 
+    @property
+    def platform(self) -> GpuPlatform:
+        """The platform the stack's GPU nodes come from (``cluster.kind``)."""
+        return platform_of(self.config)
+
     def pool(self, name: str) -> GpuPool:
         """The pool called ``name`` (a node group name or a bare-metal node name)."""
         return next(pool for pool in self.pools if pool.name == name)
@@ -99,18 +105,6 @@ class Plan:
         and the MIG config (under the node agent's desired-config key when layouts go through the agent)."""
         mig = agent_mig_labels(self.mig.labels(pool), self.config.node_agent.mig_layout)
         return {**self.driver_labels(pool), **mig}
-
-    @property
-    def bare_metal_node_labels(self) -> dict[str, dict[str, str]]:
-        """Node name -> every label the program's NodePatch sets on that bare-metal node (none: no bare metal)."""
-        nodes = self.config.bare_metal.nodes if self.config.bare_metal else []
-        return {node.name: bare_metal_labels(node, self.node_labels(node.name)) for node in nodes}
-
-    @property
-    def bare_metal_node_annotations(self) -> dict[str, dict[str, str]]:
-        """Node name -> the declared-taint annotations its NodePatch carries for the policy pack."""
-        nodes = self.config.bare_metal.nodes if self.config.bare_metal else []
-        return {node.name: declared_taint_annotations(node) for node in nodes}
 
     @property
     def host_preparation(self) -> HostPreparationPlan:
@@ -194,11 +188,9 @@ class Plan:
 
     @property
     def node_agent_budgets(self) -> dict[str, int]:
-        """Slots per agent pool at its full size, keyed by the node-group label value its nodes carry (a
-        bare-metal node carries its pool's name, so the nodes of one pool share a budget)."""
-        bare_metal = self.config.bare_metal
-        keys = {node.name: node.pool for node in bare_metal.nodes} if bare_metal else {}
-        return pool_budgets(self.config.node_agent, self.node_agent_pools, keys)
+        """Slots per agent pool at its full size, keyed by the node-group label value its nodes carry (bare-metal
+        hosts carry their ``pool``, so the hosts of one pool share a budget)."""
+        return pool_budgets(self.config.node_agent, self.node_agent_pools, self.platform.budget_keys(self.config))
 
     @property
     def node_agent_runtime_class(self) -> str:
@@ -228,13 +220,13 @@ def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> 
 
 
 def _plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None) -> Plan:
+    platform = platform_of(stack)
     pools = gpu_pools(stack)
     problems: list[Problem] = []
     mig, mig_problems = plan_mig(pools, mig_requests(stack), stack.mig, recorded_mig)
-    prep = stack.bare_metal.host_preparation if stack.bare_metal else None
-    host_configures_containerd = bool(prep and prep.enabled and prep.configure_containerd)
+    host_configures_containerd = platform.host_configures_containerd(stack)
     context = DriverContext(
-        bare_metal=stack.cluster.kind == "bare-metal",
+        bare_metal=platform.owner_declares_hosts,
         cuda_version=stack.cuda.version,
         cuda_check=stack.cuda.check,
         host_configures_containerd=host_configures_containerd,
@@ -292,7 +284,7 @@ def _plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None) -> Plan:
         operator=operator,
         smoke_targets=targets,
         observability=observability,
-        warnings=_warnings(stack) + kubeflow_warnings,
+        warnings=platform.warnings(stack) + kubeflow_warnings,
         kubeflow_gpus=fleet,
     )
 
@@ -361,12 +353,3 @@ def _observability(
         node_agent_namespace=stack.node_agent.namespace,
     )
     return plan_observability(stack.observability, pools, facts)
-
-
-def _warnings(stack: StackConfig) -> tuple[str, ...]:
-    nodes = stack.bare_metal.nodes if stack.bare_metal else []
-    return tuple(
-        f"bareMetal.nodes[{index}].allowUntainted: {node.name} has no NoSchedule taint, so any pod may take its GPUs"
-        for index, node in enumerate(nodes)
-        if node.allow_untainted and gpu_node_taint_problem(check_taints(node.taints)[0])
-    )

@@ -2,8 +2,8 @@
 
 Each capability is one ComponentResource; this module only wires them together, reading the plan
 (nothing is re-derived here), so ``__main__.py`` stays a few lines and tests build the same platform
-under mocks. The Yandex SDK is imported only by a stack that has Yandex resources: a bare-metal
-stack never pays for loading it.
+under mocks. What gives the cluster its GPU nodes is the stack's platform's (``plan.platform``, picked by
+``cluster.kind``): this module calls it without knowing which it is.
 
 Registration stays linear in the fleet: a resource depends on the resources it waits for (each
 component's ``ready``, and for a smoke Job only its own node's NodePatch), never on a component (the SDK
@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING
 
 import pulumi
 
-from components.bare_metal.host_preparation import HostPreparation, HostPreparationArgs
-from components.bare_metal.node_labels import BareMetalNodeLabels, NodeLabelsArgs
 from components.base import dependency_graph
 from components.base.runtime_mode import warning
-from components.cluster.access import ClusterAccess, ClusterAccessArgs
-from components.cluster.config import YandexClusterConfig
+from components.cluster.access import ClusterAccess
 from components.gpu_operator.component import GpuOperator, GpuOperatorArgs
 from components.gpu_operator.drivers import DriverGroup
 from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
@@ -35,11 +32,10 @@ from components.smoke_test.proof import GpuProof, GpuProofAccess, ProofAccessArg
 from components.smoke_test.targets import SmokeTarget
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
+from components.stack.platforms.base import NodeLabelling, PlatformNodes
 
 if TYPE_CHECKING:
     import pulumi_kubernetes as k8s
-
-    from components.yandex.node_group import GpuNodeGroup
 
 
 @dataclass
@@ -48,12 +44,13 @@ class Platform:
 
     plan: Plan
     access: ClusterAccess
-    node_groups: dict[str, GpuNodeGroup] = field(default_factory=dict)
+    #: What the stack's platform created for its nodes (node groups, host preparation; nothing on an existing
+    #: cluster), and the NodePatches it labels them with after the release.
+    nodes: PlatformNodes = field(default_factory=PlatformNodes)
+    labelling: NodeLabelling = field(default_factory=NodeLabelling)
     gpu_operator: GpuOperator | None = None
     kubeflow: Kubeflow | None = None
-    host_preparation: HostPreparation | None = None
     node_agent: NodeAgent | None = None
-    node_labels: BareMetalNodeLabels | None = None
     smoke_test: GpuSmokeTest | None = None
     #: Per-pool drivers: the canaries' NVIDIADriver resources and smoke Jobs, then the rest's.
     canary_drivers: GpuDrivers | None = None
@@ -71,14 +68,10 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
     stack = plan.config
     for message in plan.warnings:
         warning(message)
-    platform = Platform(plan=plan, access=_cluster_access(plan, secrets))
+    access_args = plan.platform.cluster_access(plan, secrets.platform)
+    platform = Platform(plan=plan, access=ClusterAccess(stack.cluster.name, access_args))
     provider = platform.access.provider
-    operator_prerequisites: list[pulumi.Resource] = []
-    if stack.node_groups:
-        platform.node_groups = _node_groups(plan, platform.access)
-        operator_prerequisites.extend(r for group in platform.node_groups.values() for r in group.ready)
-    if stack.bare_metal is not None:
-        operator_prerequisites.extend(_bare_metal(plan, platform, secrets))
+    platform.nodes = plan.platform.create_nodes(plan, platform.access.cluster_id, secrets.platform)
     operator_plan = plan.operator
     if operator_plan is not None:
         platform.gpu_operator = GpuOperator(
@@ -90,11 +83,11 @@ def build_platform(plan: Plan, secrets: StackSecrets) -> Platform:
                 driver_version=operator_plan.driver.version,
                 gpu_models=sorted({pool.model.key for pool in plan.pools}),
                 provider=provider,
-                depends_on=operator_prerequisites,
+                depends_on=platform.nodes.ready,
             ),
         )
-    if stack.bare_metal is not None:
-        platform.node_labels = _bare_metal_labels(plan, platform)
+    operator_ready = platform.gpu_operator.ready if platform.gpu_operator is not None else []
+    platform.labelling = plan.platform.label_nodes(plan, provider, operator_ready)
     agent_pools = plan.node_agent_pools
     if agent_pools and platform.gpu_operator is not None:
         platform.node_agent = NodeAgent(
@@ -153,8 +146,9 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
     smoke = stack.smoke_test.enabled
     driver_plan = operator_plan.driver
     canary_pools = {p.pool for g in driver_plan.canary_groups for p in g.pools}
-    patches = platform.node_labels.patches if platform.node_labels is not None else {}
-    node_labels: dict[str, list[pulumi.Resource]] = {node: [patch] for node, patch in patches.items()}
+    node_labels: dict[str, list[pulumi.Resource]] = {
+        node: [patch] for node, patch in platform.labelling.patches.items()
+    }
     smoke_prerequisites: list[pulumi.Resource] = operator.ready
     later_prerequisites: list[pulumi.Resource] = operator.ready
     if canary_pools:
@@ -188,8 +182,7 @@ def _drivers_and_smoke_tests(plan: Plan, platform: Platform) -> None:
         # The hosts own the driver: the proof closes the MIG layouts of the pools the program re-partitions.
         # The proof waits for every node's MIG label (linear: one edge each); each smoke Job waits for the proof
         # and its own node's label only. Without a proof the smoke Jobs keep waiting for the release as before.
-        mig_ready = platform.node_labels.ready if platform.node_labels is not None else []
-        proven = _proof(plan, platform, "mig", (), [*operator.ready, *mig_ready])
+        proven = _proof(plan, platform, "mig", (), [*operator.ready, *platform.labelling.ready])
         smoke_prerequisites = proven if "mig" in platform.proofs else smoke_prerequisites
     if smoke:
         targets = [t for t in plan.smoke_targets if t.pool not in canary_pools]
@@ -275,87 +268,5 @@ def _smoke_test(
             provider=provider,
             depends_on=depends_on,
             pool_prerequisites={t.pool: pool_prerequisites[t.pool] for t in targets if t.pool in pool_prerequisites},
-        ),
-    )
-
-
-def _cluster_access(plan: Plan, secrets: StackSecrets) -> ClusterAccess:
-    cluster = plan.config.cluster
-    if isinstance(cluster, YandexClusterConfig):
-        # Imported here, not at the top: only a Yandex stack loads the Yandex SDK (seconds of import).
-        from components.yandex.cluster import find_cluster
-
-        found = find_cluster(cluster.name, cluster.cluster_id, cluster.endpoint)
-        args = ClusterAccessArgs(cluster, found.kubeconfig, cluster_id=found.cluster_id, endpoint=found.endpoint)
-    elif secrets.kubeconfig is not None:
-        args = ClusterAccessArgs(cluster, secrets.kubeconfig)
-    else:
-        raise ValueError("bare-metal cluster access needs a kubeconfig")
-    return ClusterAccess(cluster.name, args)
-
-
-def _node_groups(plan: Plan, access: ClusterAccess) -> dict[str, GpuNodeGroup]:
-    from components.yandex.node_group import GpuNodeGroup, GpuNodeGroupArgs  # Yandex stacks only (see above)
-
-    stack = plan.config
-    return {
-        group_name: GpuNodeGroup(
-            f"gpu-{group_name}",
-            GpuNodeGroupArgs(
-                group_name=group_name,
-                group=group,
-                cluster_id=access.cluster_id,
-                cluster_name=stack.cluster.name,
-                kubernetes_version=stack.cluster.kubernetes_version,
-                extra_labels=plan.node_labels(group_name),
-                environment=stack.environment.name,
-                production=stack.environment.production,
-            ),
-        )
-        for group_name, group in sorted(stack.node_groups.items())
-    }
-
-
-def _bare_metal(plan: Plan, platform: Platform, secrets: StackSecrets) -> list[pulumi.Resource]:
-    """Host preparation over SSH; returns what the GPU Operator must wait for (the labels come after it)."""
-    stack = plan.config
-    bare_metal = stack.bare_metal
-    if bare_metal is None:
-        return []
-    created: list[pulumi.Resource] = []
-    if bare_metal.host_preparation.enabled and secrets.ssh_private_key is not None:
-        hosts = plan.host_preparation
-        platform.host_preparation = HostPreparation(
-            "host-preparation",
-            HostPreparationArgs(
-                config=bare_metal,
-                required_min_driver=hosts.required_min_driver,
-                expected_driver_version=hosts.expected_driver_version,
-                private_key=secrets.ssh_private_key,
-                bastion_private_key=secrets.bastion_private_key,
-                driverless=hosts.driverless,
-            ),
-        )
-        created.extend(platform.host_preparation.ready)
-    return created
-
-
-def _bare_metal_labels(plan: Plan, platform: Platform) -> BareMetalNodeLabels:
-    """One NodePatch per bare-metal node (``gpu-nodes-<node>``): the platform, driver-group and MIG labels.
-
-    After the release: the MIG label names a config of the release's mig-parted ConfigMap, and mig-manager
-    reads that file only when the label changes (NVIDIA/mig-parted ``cmd/nvidia-mig-manager/main.go``: the
-    node informer's UpdateFunc fires on a changed ``nvidia.com/mig.config`` only; a failed apply waits for the
-    next change), so a label applied before its config exists would never be applied. The operator needs
-    nothing of ours before it starts: its NFD worker (selected by ``gpu-platform.io/gpu``) starts on a node
-    when the node's patch lands, and each smoke Job and NVIDIADriver waits for the patches of its nodes.
-    """
-    return BareMetalNodeLabels(
-        "gpu-nodes",
-        NodeLabelsArgs(
-            labels=plan.bare_metal_node_labels,
-            annotations=plan.bare_metal_node_annotations,
-            provider=platform.access.provider,
-            depends_on=platform.gpu_operator.ready if platform.gpu_operator is not None else [],
         ),
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from components.stack.platforms.registry import PLATFORMS
 from preview.diff.changes import StackDiff
 from preview.gate.config import PolicyConfigError, config_path, load_policy_config
 from preview.run.runner import run_program
@@ -37,7 +38,7 @@ def refusal_problems(stack: str, root: Path) -> list[str]:
 
 def removed_pools(stack: str, root: Path, base_folder: Path | None) -> list[str]:
     """GPU pools of the base preview (its ``gpuPools`` output) that the working tree's stack file no longer
-    declares (a node group or a bare-metal node): a refusal about quotas, MIG demand or a profile often follows
+    declares (in any platform's section): a refusal about quotas, MIG demand or a profile often follows
     from one, and the config check alone cannot see what the file was before."""
     outputs = base_folder / "outputs.json" if base_folder is not None else None
     if outputs is None or not outputs.is_file():
@@ -47,11 +48,7 @@ def removed_pools(stack: str, root: Path, base_folder: Path | None) -> list[str]
         config = load_stack_file(root, stack).config
     except (OSError, ValueError):  # an unreadable base, or a stack file refused before its keys are known
         return []
-    groups = json.loads(config.get("gpu-platform:nodeGroups", "{}"))
-    bare_metal = json.loads(config.get("gpu-platform:bareMetal", "{}"))
-    nodes = bare_metal.get("nodes", []) if isinstance(bare_metal, dict) else []
-    now = set(groups) if isinstance(groups, dict) else set()
-    now |= {str(node.get("name")) for node in nodes if isinstance(node, dict)}
+    now = {name for platform in PLATFORMS.values() for name in platform.written_pool_names(config)}
     return sorted(before - now)
 
 

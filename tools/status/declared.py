@@ -21,11 +21,10 @@ from pathlib import Path
 from pulumi.runtime import set_all_config
 
 from components.base.problems import StackConfigError
-from components.catalog.names import MIG_CONFIG_LABEL, NODE_GROUP_LABEL
+from components.catalog.names import HOSTNAME_LABEL, MIG_CONFIG_LABEL
 from components.gpu_operator.proof_steps import step_settings
 from components.stack.load import load_stack_config, recorded_mig_plan
 from components.stack.plan import Plan, plan_stack
-from components.yandex.naming import node_labels as node_group_labels
 from preview.run.stack_file import load_stack_file
 
 
@@ -46,7 +45,8 @@ class PoolDeclaration:
     gpu_pool: str  #: the key in the ``gpuPools`` output: a node group's name, or a bare-metal node's name
     pool: str  #: the nodes' ``gpu-platform.io/node-group`` label: the group, or the bare-metal ``pool``
     config_path: str  #: where the config declares it (``nodeGroups.a100``, ``bareMetal.nodes[0]``)
-    bare_metal: bool
+    #: The labels that pick exactly its nodes (``GpuPool.node_selector``): a group's label, a host's name.
+    node_selector: Mapping[str, str]
     labels: Mapping[str, str]  #: every label the program puts on the nodes (the MIG config label aside)
     driver: DriverDeclaration | None  #: None: the GPU Operator is off, nothing declares a driver
     mig_config: str | None  #: the ``nvidia.com/mig.config`` the nodes must have applied (None: no MIG layout)
@@ -63,20 +63,20 @@ class Declaration:
     kind: str
     operator_namespace: str | None  #: where the driver pods are (None: the GPU Operator is off)
     pools: tuple[PoolDeclaration, ...]
-    #: Node groups that are not GPU pools (``gpus: 0``): their nodes are not reported as nodes of no pool.
-    other_groups: frozenset[str] = field(default_factory=frozenset)
+    #: Pools of the stack that are not GPU pools (a node group of ``gpus: 0``): their nodes are not reported as
+    #: nodes of no pool.
+    other_pools: frozenset[str] = field(default_factory=frozenset)
 
     def for_node(self, name: str, labels: Mapping[str, str]) -> PoolDeclaration | None:
-        """The pool a live node belongs to: a bare-metal node by its name, a group's node by its group label."""
-        for pool in self.pools:
-            if pool.bare_metal and pool.gpu_pool == name:
-                return pool
-        group = labels.get(NODE_GROUP_LABEL)
-        return next((p for p in self.pools if not p.bare_metal and p.pool == group), None)
+        """The pool a live node belongs to: the first whose node selector the node's labels match (a host's
+        name selector matches the node's name: a node that lost its hostname label is still that host)."""
+        live = {HOSTNAME_LABEL: name, **labels}
+        return next((p for p in self.pools if all(live.get(k) == v for k, v in p.node_selector.items())), None)
 
     @property
     def bare_metal_hosts(self) -> tuple[PoolDeclaration, ...]:
-        return tuple(pool for pool in self.pools if pool.bare_metal)
+        """Pools of one named host (selected by its name): a host missing from the cluster is reported."""
+        return tuple(pool for pool in self.pools if HOSTNAME_LABEL in pool.node_selector)
 
 
 class DeclarationError(Exception):
@@ -156,25 +156,18 @@ def declaration(plan: Plan, stack: str) -> Declaration:
     config = plan.config
     drivers = _drivers(plan)
     proven = proven_pools(plan)
-    groups = config.gpu_node_groups
-    bare_metal = {node.name: node for node in config.bare_metal.nodes} if config.bare_metal else {}
-    bare_metal_labels = plan.bare_metal_node_labels
+    declared_labels = plan.platform.declared_node_labels(plan)
     pools = []
     for pool in plan.pools:
-        if pool.bare_metal:
-            labels = dict(bare_metal_labels[pool.name])
-            label_value = bare_metal[pool.name].pool
-        else:
-            labels = {**node_group_labels(pool.name, groups[pool.name]), **plan.node_labels(pool.name)}
-            label_value = pool.name
+        labels = dict(declared_labels[pool.name])
         mig_config = plan.mig.labels(pool.name).get(MIG_CONFIG_LABEL)
         labels.pop(MIG_CONFIG_LABEL, None)  # compared as the MIG layout, with mig-manager's answer
         pools.append(
             PoolDeclaration(
                 gpu_pool=pool.name,
-                pool=label_value,
+                pool=pool.pool_label,
                 config_path=pool.config_path,
-                bare_metal=pool.bare_metal,
+                node_selector=dict(pool.node_selector),
                 labels=dict(sorted(labels.items())),
                 driver=drivers.get(pool.name),
                 mig_config=mig_config,
@@ -188,7 +181,7 @@ def declaration(plan: Plan, stack: str) -> Declaration:
         kind=config.cluster.kind,
         operator_namespace=config.gpu_operator.namespace if plan.operator is not None else None,
         pools=tuple(pools),
-        other_groups=frozenset(name for name in config.node_groups if name not in groups),
+        other_pools=frozenset(plan.platform.other_pools(config)),
     )
 
 

@@ -470,4 +470,4 @@ def judge_fleet(
 
 def _other_group(declaration: Declaration, labels: Mapping[str, str], node: Mapping[str, Any]) -> bool:
     """A node of a declared CPU group (``gpus: 0``) that advertises no GPU: not a GPU node of no pool."""
-    return labels.get(NODE_GROUP_LABEL) in declaration.other_groups and not advertised(node)
+    return labels.get(NODE_GROUP_LABEL) in declaration.other_pools and not advertised(node)
