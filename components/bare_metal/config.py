@@ -17,16 +17,16 @@ from typing import Literal
 from pydantic import Field
 
 from components.bare_metal import host_prep_steps as steps
-from components.base.config_model import ConfigModel, label_problems, taint_key_problems
+from components.base.config_model import ConfigModel, checked_taints, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.file_paths import file_path_problem
 from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
 from components.catalog.kernel_args import kernel_arg_problem
 from components.catalog.kubernetes import (
-    check_taints,
+    Taint,
     dns_subdomain_problem,
-    gpu_node_taint_problem,
     label_value_problem,
+    parse_taint,
     user_name_problem,
 )
 from components.gpu_operator.pool_config import PoolDriverConfig
@@ -104,6 +104,11 @@ class BareMetalNode(ConfigModel):
         description="this node's own operator-managed driver (driverless hosts, gpuOperator.driver.owner: operator); "
         "unset keys come from gpuOperator.driver",
     )
+
+    @property
+    def parsed_taints(self) -> list[Taint]:
+        """Taints as objects (only valid after ``problems`` found none)."""
+        return [parse_taint(text) for text in self.taints]
 
 
 class BareMetalConfig(ConfigModel):
@@ -219,14 +224,11 @@ def host_problem(host: str) -> str | None:
 
 def _taint_problems(node: BareMetalNode, node_path: str) -> Iterator[Problem]:
     """The catalog's taint rules (form, one taint per key and effect, a NoSchedule one on a GPU node)."""
-    parsed, problems = check_taints(node.taints)
-    for index, message in problems:
-        yield Problem(join_path(node_path, "taints", *(() if index is None else (index,))), message)
-    yield from taint_key_problems(node.taints, join_path(node_path, "taints"))
-    untainted = gpu_node_taint_problem(parsed)
-    if len(parsed) == len(node.taints) and not node.allow_untainted and untainted:
+    checked = checked_taints(node.taints, join_path(node_path, "taints"))
+    yield from checked.problems
+    if checked.untainted and not node.allow_untainted:
         yield Problem(
             join_path(node_path, "taints"),
-            f"a GPU node {untainted}: register the node with one (kubelet --register-with-taints, or kubectl taint) "
-            "and declare it here, or set allowUntainted: true to accept any pod on it",
+            f"a GPU node {checked.untainted}: register the node with one (kubelet --register-with-taints, or kubectl "
+            "taint) and declare it here, or set allowUntainted: true to accept any pod on it",
         )

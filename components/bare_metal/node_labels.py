@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bare_metal.config import BareMetalNode
+from components.catalog.kubernetes import taint_list_text
 from components.catalog.names import (
     CONTESTED_NODE_LABELS,
     DECLARED_TAINTS_ANNOTATION,
@@ -60,7 +61,7 @@ def declared_taint_annotations(node: BareMetalNode) -> dict[str, str]:
     program does not write ``spec.taints`` (see ``DECLARED_TAINTS_ANNOTATION``), but it records what the
     config declares so that a reviewer's policy run checks bare-metal GPU nodes as it checks node groups.
     """
-    annotations = {DECLARED_TAINTS_ANNOTATION: ",".join(node.taints)}
+    annotations = {DECLARED_TAINTS_ANNOTATION: taint_list_text(node.taints)}
     if node.allow_untainted:
         annotations[UNTAINTED_ACCEPTED_ANNOTATION] = "true"
     return annotations

@@ -12,6 +12,7 @@ import types
 import typing
 import unicodedata
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -19,10 +20,14 @@ from pydantic.alias_generators import to_camel
 
 from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import (
+    Taint,
+    check_taints,
+    gpu_node_taint_problem,
     int32_problem,
     label_key_problem,
     label_value_problem,
     reserved_label_key_problem,
+    taint_key,
 )
 from components.catalog.names import OWNED_KEY_PREFIXES, OWNED_NODE_LABELS
 
@@ -194,10 +199,31 @@ def _one_per_union(problems: list[Problem]) -> list[Problem]:
 def taint_key_problems(texts: list[str], path: str) -> Iterator[Problem]:
     """A user taint whose key is in a family the platform writes (the node agent removes its own taints)."""
     for index, text in enumerate(texts):
-        key = text.rpartition(":")[0].partition("=")[0]
+        key = taint_key(text)
         problem = reserved_label_key_problem(key, (), OWNED_KEY_PREFIXES) if key else None
         if problem:
             yield Problem(join_path(path, index), problem)
+
+
+@dataclass(frozen=True)
+class CheckedTaints:
+    """A config section's taint list, parsed once by the catalog's rules, with every problem at its key path."""
+
+    taints: tuple[Taint, ...]  #: the taints that parse
+    problems: tuple[Problem, ...]  #: the form, one taint per key and effect, a key in a family the platform writes
+    #: Why the taints break "a GPU node carries a NoSchedule taint" (``gpu_node_taint_problem``); None where they
+    #: keep it, and where one of them does not parse (that one is the problem then).
+    untainted: str | None
+
+
+def checked_taints(texts: list[str], path: str) -> CheckedTaints:
+    """The taint list ``texts`` at key ``path`` (``nodeGroups.a100.taints``) checked once: what a node group, a
+    bare-metal node and a pool of nodes someone else provisions all ask of their ``taints``."""
+    parsed, found = check_taints(texts)
+    problems = [Problem(join_path(path, *(() if index is None else (index,))), message) for index, message in found]
+    problems.extend(taint_key_problems(texts, path))
+    untainted = gpu_node_taint_problem(parsed) if len(parsed) == len(texts) else None
+    return CheckedTaints(tuple(parsed), tuple(problems), untainted)
 
 
 def label_problems(labels: dict[str, str], path: str) -> Iterator[Problem]:

@@ -13,8 +13,10 @@ field a later SDK adds).
 
 from __future__ import annotations
 
+from components.catalog.names import COPY_TO_REMOTE_TYPE, REMOTE_COMMAND_TYPE
+
 #: Resource types whose ``connection`` input the SDK makes one secret.
-CONNECTION_TYPES: tuple[str, ...] = ("command:remote:Command", "command:remote:CopyToRemote")
+CONNECTION_TYPES: tuple[str, ...] = (REMOTE_COMMAND_TYPE, COPY_TO_REMOTE_TYPE)
 CONNECTION_INPUT = "connection"
 #: The bastion's settings, nested in the connection.
 PROXY_FIELD = "proxy"

@@ -179,15 +179,9 @@ RELEASES: Mapping[str, ChartRelease] = MappingProxyType({_V26_7_0.version: _V26_
 SUPPORTED_CHART_VERSIONS: tuple[str, ...] = tuple(RELEASES)
 DEFAULT_CHART_VERSION = "v26.7.0"
 
-_DEFAULT = RELEASES[DEFAULT_CHART_VERSION]
-APP_VERSION = _DEFAULT.app_version
-NFD_SUBCHART_VERSION = _DEFAULT.nfd_subchart_version
 # The chart's default driver. R595 is expected not to support Volta (R580 is the last branch
 # for V100), so V100 pools must pin an R580 driver instead of inheriting this default.
-DEFAULT_DRIVER_VERSION = _DEFAULT.default_driver_version
-OPERAND_BLOCKS = _DEFAULT.operand_blocks
-DEFAULT_DAEMONSET_TOLERATIONS = _DEFAULT.daemonset_tolerations
-DEFAULT_NFD_WORKER_TOLERATIONS = _DEFAULT.nfd_worker_tolerations
+DEFAULT_DRIVER_VERSION = RELEASES[DEFAULT_CHART_VERSION].default_driver_version
 
 
 def release(chart_version: str = DEFAULT_CHART_VERSION) -> ChartRelease:

@@ -23,8 +23,7 @@ Sources:
   every operand (the ClusterPolicy template writes ``hostNetwork`` only when it is true) and the
   subchart sets ``hostNetwork: false`` for its master, worker, gc and topology updater, so no pod
   of the chart uses the host network.
-- The namespace is NVIDIA's documented install namespace (``helm install ... -n gpu-operator
-  --create-namespace``, docs ``gpu-operator/getting-started.rst``).
+- The namespace: ``components.catalog.names.GPU_OPERATOR_NAMESPACE`` (NVIDIA's documented one).
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
-
-DEFAULT_NAMESPACE: Final = "gpu-operator"
 
 CHART_IMAGE_REGISTRIES: Final[tuple[str, ...]] = ("nvcr.io", "registry.k8s.io")
 """The registries the pinned chart v26.7.0 pulls from, with its default values."""

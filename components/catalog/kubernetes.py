@@ -34,6 +34,11 @@ _EMAIL = re.compile(
 RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
 #: PriorityClass names Kubernetes creates; other names may not start with "system-".
 SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
+#: The PriorityClass fields the API server refuses to change in place (``pkg/apis/scheduling/validation``
+#: ``ValidatePriorityClassUpdate``: "value is immutable", ``preemptionPolicy`` through ``ValidateImmutableField``),
+#: and pulumi-kubernetes lists no replacement for them (``provider/pkg/provider/diff.go``): a PriorityClass the
+#: program owns is replaced when one changes (``replace_on_changes``). Running pods keep the priority they got.
+PRIORITY_CLASS_IMMUTABLE_FIELDS = ("value", "preemptionPolicy")
 
 
 def label_key_problem(key: str) -> str | None:
@@ -181,6 +186,15 @@ class Taint:
         """The exact toleration that lets a pod onto a node with this taint."""
         return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
 
+    @classmethod
+    def from_object(cls, entry: Mapping[str, Any]) -> Taint | None:
+        """A taint in its object form (a Node's ``spec.taints[]``: ``key``, ``value`` if any, ``effect``); None
+        for an entry without a key or an effect. Values that are not strings count as absent."""
+        key, value, effect = (entry.get(field) for field in ("key", "value", "effect"))
+        if not isinstance(key, str) or not key or not isinstance(effect, str) or not effect:
+            return None
+        return cls(key, value if isinstance(value, str) else "", effect)
+
 
 class TaintFormatError(ValueError):
     """A taint string that is not ``key=value:Effect`` or ``key:Effect``."""
@@ -213,6 +227,26 @@ def parse_taint(text: str, *, value_required: bool = False) -> Taint:
         if problem:
             raise TaintFormatError(f"taint {text!r}: {problem}")
     return Taint(key, value, effect)
+
+
+def taint_key(text: str) -> str:
+    """The key of a taint text as :func:`parse_taint` splits it, also of one that does not parse ("" without ``:``)."""
+    return text.rpartition(":")[0].partition("=")[0]
+
+
+#: A list of taint texts in one annotation value (``names.DECLARED_TAINTS_ANNOTATION``): no taint holds a comma
+#: (the key is a qualified name, the value a label value, the effect a word).
+TAINT_LIST_SEPARATOR = ","
+
+
+def taint_list_text(texts: Iterable[str]) -> str:
+    """Taint texts as one annotation value."""
+    return TAINT_LIST_SEPARATOR.join(texts)
+
+
+def taint_list_entries(value: str) -> list[str]:
+    """The taint texts of an annotation value written by :func:`taint_list_text` (none for "")."""
+    return [entry for entry in value.split(TAINT_LIST_SEPARATOR) if entry]
 
 
 def canonical_taint_text(text: str) -> str:
@@ -291,9 +325,6 @@ def user_name_problem(name: str) -> str | None:
 
 #: The largest cluster Kubernetes supports: 5,000 nodes (kubernetes.io/docs/setup/best-practices/cluster-large/).
 MAX_CLUSTER_NODES = 5000
-#: kubelet may be up to three minor versions older than kube-apiserver, never newer
-#: (kubernetes.io/releases/version-skew-policy/, since Kubernetes 1.28).
-KUBELET_MAX_SKEW = 3
 
 
 def duplicate_taint_problems(taints: Iterable[Taint]) -> list[str]:

@@ -2,9 +2,9 @@
 
 Node groups get the labels at creation (so autoscaled nodes carry them too), bare-metal nodes
 through a NodePatch; the GPU Operator values, the smoke test, the stack outputs and the policy pack
-select on them. Pure constants: the policy pack reads the same names without any provider SDK.
-The node agent's own names (its states, reasons, Leases, image) are in
-``components.catalog.node_agent``.
+select on them. Pure constants (and one predicate over the type tokens): the policy pack reads the same
+names without any provider SDK. The node agent's own names (its states, reasons, Leases, image, namespace)
+are in ``components.catalog.node_agent``.
 """
 
 from __future__ import annotations
@@ -107,12 +107,19 @@ PSA_PRIVILEGED: Final = {
 }
 MANAGED_BY_LABELS: Final = {"app.kubernetes.io/managed-by": "gpu-platform"}
 
-# Pulumi type tokens: the provider resources the mocks and the policies recognise...
+#: The namespace the program installs the GPU Operator into unless ``gpuOperator.namespace`` says otherwise:
+#: NVIDIA's documented install namespace (``helm install ... -n gpu-operator --create-namespace``, docs
+#: ``gpu-operator/getting-started.rst``). The node agent and the policy pack default to it too.
+GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
+
+# Pulumi type tokens: the provider resources the mocks, the review and the policies recognise (every one of
+# them here, never typed again elsewhere)...
 NODE_GROUP_TYPE: Final = "yandex:index/kubernetesNodeGroup:KubernetesNodeGroup"
 GET_CLUSTER_TOKEN: Final = "yandex:index/getKubernetesCluster:getKubernetesCluster"
 HELM_RELEASE_TYPE: Final = "kubernetes:helm.sh/v3:Release"  # what the program registers the GPU Operator as
 HELM_RELEASE_TYPES: Final = (HELM_RELEASE_TYPE, "kubernetes:helm.sh/v4:Chart")
 NAMESPACE_TYPE: Final = "kubernetes:core/v1:Namespace"
+CONFIG_MAP_TYPE: Final = "kubernetes:core/v1:ConfigMap"
 NODE_PATCH_TYPE: Final = "kubernetes:core/v1:NodePatch"
 SECRET_TYPES: Final = ("kubernetes:core/v1:Secret", "kubernetes:core/v1:SecretPatch")
 INGRESS_TYPES: Final = ("kubernetes:networking.k8s.io/v1:Ingress", "kubernetes:networking.k8s.io/v1:IngressPatch")
@@ -122,6 +129,24 @@ SERVICE_TYPES: Final = ("kubernetes:core/v1:Service", "kubernetes:core/v1:Servic
 # spec blocks configure the operands the operator creates.
 GPU_OPERATOR_RESOURCE_PREFIX: Final = "kubernetes:nvidia.com/"
 NVIDIA_DRIVER_TYPE: Final = "kubernetes:nvidia.com/v1alpha1:NVIDIADriver"
+# pulumi-command (the bare-metal host preparation) and pulumi-random (Kubeflow's generated secrets).
+REMOTE_COMMAND_TYPE: Final = "command:remote:Command"
+LOCAL_COMMAND_TYPE: Final = "command:local:Command"
+COPY_TO_REMOTE_TYPE: Final = "command:remote:CopyToRemote"
+RANDOM_PASSWORD_TYPE: Final = "random:index/randomPassword:RandomPassword"
+# The engine's own resources: the root stack every URN hangs from, and a reference to another stack's outputs.
+STACK_TYPE: Final = "pulumi:pulumi:Stack"
+STACK_REFERENCE_TYPE: Final = "pulumi:pulumi:StackReference"
+#: Every pulumi-kubernetes type token starts so.
+KUBERNETES_TYPE_PREFIX: Final = "kubernetes:"
+#: Type tokens that are no object in the cluster: the providers, and pulumi-kubernetes' provider-side components
+#: (a Helm release or chart, a kustomize Directory, a YAML ConfigFile/ConfigGroup), whose children are the objects.
+NOT_CLUSTER_OBJECT_PREFIXES: Final = (
+    "pulumi:providers:",
+    "kubernetes:helm.sh/",
+    "kubernetes:kustomize/",
+    "kubernetes:yaml/",
+)
 
 # ...and our own ComponentResources (``gpu-platform:<capability>:<Name>``).
 CLUSTER_ACCESS_TYPE: Final = "gpu-platform:cluster:ClusterAccess"
@@ -154,3 +179,12 @@ GPU_POOL_PODDEFAULT_PREFIX: Final = "gpu-pool-"  # PodDefault name: gpu-pool-<po
 GPU_POOL_PODDEFAULT_LABEL_PREFIX: Final = f"{PREFIX}gpu-pool-"  # selector label: gpu-platform.io/gpu-pool-<pool>
 # Kubeflow Profiles as Pulumi registers them (the program's CustomResource, or a YAML/kustomize object).
 PROFILE_TYPES: Final = ("kubernetes:kubeflow.org/v1:Profile", "kubernetes:kubeflow.org/v1beta1:Profile")
+
+
+def is_cluster_object(resource_type: str) -> bool:
+    """True for a type token of an object the program declares in the cluster itself (a Kubernetes kind or its
+    Patch), False for a provider, a provider-side component (:data:`NOT_CLUSTER_OBJECT_PREFIXES`) or another
+    provider's resource."""
+    return resource_type.startswith(KUBERNETES_TYPE_PREFIX) and not resource_type.startswith(
+        NOT_CLUSTER_OBJECT_PREFIXES
+    )

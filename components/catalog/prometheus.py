@@ -38,7 +38,7 @@ def duration_ms(value: str) -> int | None:
     if match is None:
         return None
     total = sum(int(count) * unit for count, unit in zip(match.groups(), _UNIT_MS, strict=True) if count)
-    return total if total * 10**6 <= 2**63 - 1 else None
+    return total if total <= DURATION_MAX_MS else None
 
 
 def duration_problem(value: str) -> str | None:

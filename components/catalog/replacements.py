@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from components.catalog.names import LOCAL_COMMAND_TYPE, REMOTE_COMMAND_TYPE
+
 #: pulumi-kubernetes replaces a named object that keeps its name and namespace delete-first: the same name
 #: cannot exist twice (``provider/pkg/provider/provider.go`` ``Diff``: ``deleteBeforeReplace`` when the object
 #: is named, not auto-named, and its name and namespace stay).
@@ -143,8 +145,8 @@ COMMAND_UPDATE_RUNS_CREATE = True
 
 #: pulumi-command: a changed ``triggers`` replaces the command (it runs its ``create`` again).
 COMMAND_FORCE_NEW: Mapping[str, tuple[str, ...]] = {
-    "command:remote:Command": ("triggers",),
-    "command:local:Command": ("triggers",),
+    REMOTE_COMMAND_TYPE: ("triggers",),
+    LOCAL_COMMAND_TYPE: ("triggers",),
 }
 
 

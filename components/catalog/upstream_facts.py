@@ -482,7 +482,31 @@ def _driver_facts() -> list[Fact]:
         ),
         _revision_hash_label_fact(),
         _revision_hash_rule_fact(),
+        _host_driver_library_fact(),
     ]
+
+
+def _host_driver_library_fact() -> Fact:
+    """The host-driver files name ``libnvidia-ml.so.1`` in every ``/usr`` folder the operator looks for it in."""
+    files = _catalog(node_agent, "HOST_DRIVER_FILES")[0]
+    library = "libnvidia-ml.so.1"
+    ours = CatalogValue(files.symbol, {path.rpartition("/")[0] for path in files.value if path.endswith(f"/{library}")})
+
+    def check(texts: Sequence[str]) -> str | None:
+        literals = [_go_string(token) for token in re.findall(_GO_STRING, Go(texts[0]).body("GetDriverLibraryPath"))]
+        if library not in literals:
+            return f"GetDriverLibraryPath no longer looks for {library}"
+        return _compare_sets(
+            [folder for folder in literals if folder.startswith("/usr/")], f"the /usr folders of {library}", ours
+        )
+
+    return Fact(
+        "host-driver-library-folders",
+        "a host driver's libnvidia-ml.so.1 is in one of these /usr folders (x86_64 and aarch64 multiarch, lib64)",
+        (files,),
+        (Source(GPU_OPERATOR_SOURCE, "internal/driver/root.go", "GetDriverLibraryPath"),),
+        check,
+    )
 
 
 def _app_name_format_fact() -> Fact:

@@ -21,7 +21,7 @@ from typing import Final
 #: A Yandex node group may run at most two minor versions behind its cluster's control plane, never ahead
 #: (Yandex Managed Service for Kubernetes docs, "Release channels and updates", concepts/release-channels-and-updates:
 #: "the node group version can lag behind the master version by no more than two minor versions"). Upstream
-#: Kubernetes allows three (``catalog.kubernetes.KUBELET_MAX_SKEW``); the managed service is stricter.
+#: Kubernetes allows three (kubernetes.io/releases/version-skew-policy/, since 1.28); the managed service is stricter.
 NODE_GROUP_MAX_MINOR_SKEW: Final = 2
 
 

@@ -33,6 +33,7 @@ from components.catalog.kubernetes import (
     priority_class_problem,
     system_namespace_problem,
 )
+from components.catalog.names import GPU_OPERATOR_NAMESPACE
 from components.catalog.versions import full_driver_version_problem
 from components.gpu_operator.chart_source import chart_path_problem
 from components.gpu_operator.pool_config import KernelModuleType, UpgradePolicy
@@ -80,7 +81,7 @@ class GpuOperatorConfig(ConfigModel):
     """The GPU Operator Helm release."""
 
     enabled: bool = True
-    namespace: str = "gpu-operator"
+    namespace: str = GPU_OPERATOR_NAMESPACE
     release_name: str = Field(
         default="gpu-operator", description="the Helm release name: at most 53 characters (Helm), a lowercase DNS label"
     )

@@ -28,6 +28,7 @@ import pulumi_kubernetes as k8s
 from components.base.kubernetes_args import downward_env, locked_down_container, non_root_pod_security
 from components.base.shipped_code import code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as agent_names
+from components.catalog.kubernetes import PRIORITY_CLASS_IMMUTABLE_FIELDS
 from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS, PROOF_NAMESPACE
 
 #: What the checker imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
@@ -162,7 +163,9 @@ class GpuProofAccess(pulumi.ComponentResource):
             # the same name, so delete first. Running pods keep the priority they were admitted with.
             opts=pulumi.ResourceOptions.merge(
                 base,
-                pulumi.ResourceOptions(replace_on_changes=["value", "preemptionPolicy"], delete_before_replace=True),
+                pulumi.ResourceOptions(
+                    replace_on_changes=list(PRIORITY_CLASS_IMMUTABLE_FIELDS), delete_before_replace=True
+                ),
             ),
         )
         code = k8s.core.v1.ConfigMap(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from pydantic import Field, create_model, field_validator, model_validator
 
-from components.base.config_model import ConfigModel, label_problems, taint_key_problems
+from components.base.config_model import ConfigModel, checked_taints, label_problems
 from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
@@ -23,8 +23,6 @@ from components.catalog.kubernetes import (
     MAX_CLUSTER_NODES,
     Taint,
     canonical_taint_text,
-    check_taints,
-    gpu_node_taint_problem,
     parse_taint,
 )
 from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
@@ -355,13 +353,10 @@ class NodeGroupConfig(ConfigModel):
             yield Problem(key, f"{self.platform} carries {platform.gpu_model}, not {self.gpu_model}")
 
     def _taint_problems(self, path: str) -> Iterator[Problem]:
-        parsed, problems = check_taints(self.taints)
-        for index, message in problems:
-            yield Problem(join_path(path, "taints", *(() if index is None else (index,))), message)
-        yield from taint_key_problems(self.taints, join_path(path, "taints"))
-        untainted = gpu_node_taint_problem(parsed)
-        if self.resources.gpus > 0 and len(parsed) == len(self.taints) and untainted:
-            yield Problem(join_path(path, "taints"), f"a GPU node group {untainted}")
+        checked = checked_taints(self.taints, join_path(path, "taints"))
+        yield from checked.problems
+        if self.resources.gpus > 0 and checked.untainted:
+            yield Problem(join_path(path, "taints"), f"a GPU node group {checked.untainted}")
 
 
 def node_group_name_problem(name: str) -> str | None:

@@ -2,16 +2,13 @@
 
 ``pulumi-yandex-marketmaker`` is a community bridge of the current Terraform provider (the official
 ``pulumi-yandex`` is archived and has no ``gpu_settings``). Keeping every import here makes a later
-switch of package one edit.
+switch of package one edit. The type tokens the mocks, the review and the policies recognise are in
+``components.catalog.names`` (``NODE_GROUP_TYPE``, ``GET_CLUSTER_TOKEN``), which imports no SDK.
 """
 
 from __future__ import annotations
 
 import pulumi_yandex_marketmaker as yandex
-
-from components.catalog.names import NODE_GROUP_TYPE
-
-__all__ = ["GET_CLUSTER_TOKEN", "NODE_GROUP_TYPE"]
 
 KubernetesNodeGroup = yandex.KubernetesNodeGroup
 get_kubernetes_cluster_output = yandex.get_kubernetes_cluster_output
@@ -31,6 +28,3 @@ NodeGroupLocation = yandex.KubernetesNodeGroupAllocationPolicyLocationArgs
 NodeGroupMaintenancePolicy = yandex.KubernetesNodeGroupMaintenancePolicyArgs
 NodeGroupMaintenanceWindow = yandex.KubernetesNodeGroupMaintenancePolicyMaintenanceWindowArgs
 NodeGroupDeployPolicy = yandex.KubernetesNodeGroupDeployPolicyArgs
-
-# Type tokens, for mocks and policies that must recognise these resources.
-GET_CLUSTER_TOKEN = "yandex:index/getKubernetesCluster:getKubernetesCluster"

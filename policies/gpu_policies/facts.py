@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.catalog import gpu_operator_chart as chart
-from components.catalog.kubernetes import Taint, check_taints
+from components.catalog.kubernetes import Taint, check_taints, taint_list_entries
 
 from .names import (
     DECLARED_TAINTS_ANNOTATION,
@@ -181,14 +181,10 @@ class NodePatch:
 
 def read_node_patch(props: Mapping[str, Any], name: str, urn: str = "") -> NodePatch:
     """A NodePatch from its props (``spec.taints`` are objects; declared taints are ``key=value:Effect`` text)."""
-    taints = []
-    for entry in items(get(props, "spec", "taints")):
-        key, effect = text(get(entry, "key")), text(get(entry, "effect"))
-        if key and effect:
-            taints.append(Taint(key, text(get(entry, "value")), effect))
+    taints = [taint for entry in items(get(props, "spec", "taints")) if (taint := Taint.from_object(mapping(entry)))]
     annotations = string_map(get(props, "metadata", "annotations"))
     declared = annotations.get(DECLARED_TAINTS_ANNOTATION)
-    parsed, errors = parse_taints(entry for entry in (declared or "").split(",") if entry)
+    parsed, errors = parse_taints(taint_list_entries(declared or ""))
     return NodePatch(
         name,
         urn,

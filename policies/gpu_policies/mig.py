@@ -29,10 +29,9 @@ from pulumi_policy import (
 from components.catalog.mig import MIG_GPUS, MigError, place
 
 from .facts import is_gpu_operator_chart
-from .names import HELM_RELEASE_TYPES
+from .names import CONFIG_MAP_TYPE, HELM_RELEASE_TYPES
 from .props import get, is_list, is_mapping, text
 
-CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 PARTED_KEY = "config.yaml"
 
 # PCI device id ("0x233010de", lower case) -> model key, from the MIG catalog.

@@ -10,6 +10,7 @@ import re
 from typing import Final
 
 from components.catalog.names import (
+    CONFIG_MAP_TYPE,
     DECLARED_TAINTS_ANNOTATION,
     DRIVER_CUDA_ANNOTATION,
     DRIVER_OWNER_ANNOTATION,
@@ -45,6 +46,7 @@ _POD_SPEC_PATHS: Final = {
 _WORKLOAD_TYPE = re.compile(r"^kubernetes:(?P<kind>[a-z0-9./]+:[A-Za-z]+?)(?:Patch)?$")
 
 __all__ = [
+    "CONFIG_MAP_TYPE",
     "DECLARED_TAINTS_ANNOTATION",
     "DRIVER_CUDA_ANNOTATION",
     "DRIVER_OWNER_ANNOTATION",

@@ -34,10 +34,10 @@ from pulumi_policy import (
 from components.catalog import gpu_operator_chart as chart
 from components.catalog.gpu_operator_operands import (
     CHART_IMAGE_REGISTRIES,
-    DEFAULT_NAMESPACE,
     operand_image_reference,
     registry_allowed,
 )
+from components.catalog.names import GPU_OPERATOR_NAMESPACE
 
 from .facts import is_gpu_operator_chart
 from .names import GPU_OPERATOR_RESOURCE_PREFIX, HELM_RELEASE_TYPES
@@ -151,7 +151,7 @@ _REGISTRY_SCHEMA = PolicyConfigSchema(
         "namespaces": {
             "type": "array",
             "items": {"type": "string"},
-            "default": [DEFAULT_NAMESPACE],
+            "default": [GPU_OPERATOR_NAMESPACE],
             "description": "the GPU Operator's namespaces: every pod there pulls from an allowed registry",
         },
     }

@@ -24,14 +24,15 @@ from pulumi_policy import (
 )
 
 from components.catalog.image_reference import image_reference_problem
+from components.catalog.names import GPU_OPERATOR_NAMESPACE
+from components.catalog.node_agent import DEFAULT_AGENT_NAMESPACE
 
 from .names import pod_spec_path
 from .props import get, items, mapping, text
 from .settings import setting, string_list
 
-# The GPU Operator's namespace (components.gpu_operator.config default) and the platform's own system
-# namespace (the host-driver-removal DaemonSet).
-DEFAULT_PRIVILEGED_NAMESPACES = ("gpu-operator", "gpu-platform-system")
+# The GPU Operator's namespace and the node agent's (its privileged executors), as the program defaults them.
+DEFAULT_PRIVILEGED_NAMESPACES = (GPU_OPERATOR_NAMESPACE, DEFAULT_AGENT_NAMESPACE)
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 

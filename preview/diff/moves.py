@@ -18,9 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.names import HELM_RELEASE_TYPE
-
-_NOT_OBJECTS = ("kubernetes:kustomize/", "kubernetes:yaml/", "pulumi:providers:")
+from components.catalog.names import HELM_RELEASE_TYPE, is_cluster_object
 
 
 def _group(api_version: str) -> str:
@@ -32,7 +30,7 @@ def real_object(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
     if resource_type == HELM_RELEASE_TYPE:
         name, namespace = inputs.get("name"), inputs.get("namespace") or "default"
         return f"Helm release {namespace}/{name}" if name else None
-    if resource_type.startswith("kubernetes:") and not resource_type.startswith(_NOT_OBJECTS):
+    if is_cluster_object(resource_type):
         metadata = inputs.get("metadata") or {}
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
         if not name:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog.names import NODE_GROUP_TYPE
+from components.catalog.names import NODE_GROUP_TYPE, is_cluster_object
 from components.catalog.replacements import (
     COMMAND_FORCE_NEW,
     COMMAND_UPDATE_RUNS_CREATE,
@@ -31,8 +31,6 @@ from components.catalog.replacements import (
 )
 
 _ABSENT = object()
-#: Provider-side components: their children are the objects; the component itself is never replaced.
-_RENDERING = ("kubernetes:helm.sh/", "kubernetes:kustomize/", "kubernetes:yaml/")
 
 
 @dataclass(frozen=True)
@@ -97,8 +95,9 @@ def _changed_paths(
 
 
 def kubernetes_paths(resource_type: str, version_kind: tuple[str, str, str] | None = None) -> tuple[str, ...] | None:
-    """pulumi-kubernetes' replace-forcing paths of a type token; None for a type that is not an object."""
-    if not resource_type.startswith("kubernetes:") or resource_type.startswith(_RENDERING):
+    """pulumi-kubernetes' replace-forcing paths of a type token; None for a type that is not an object (a
+    provider-side component's children are the objects; the component itself is never replaced)."""
+    if not is_cluster_object(resource_type):
         return None
     group, version, kind = version_kind or _group_version_kind(resource_type)
     key = f"{group}/{kind}"

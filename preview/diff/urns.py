@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
-_MOCK_ROOT_PREFIX = ROOT_STACK_TYPE + "$"
+from components.catalog.names import STACK_TYPE
+
+_MOCK_ROOT_PREFIX = STACK_TYPE + "$"
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def make_urn(stack: str, project: str, parent: str | None, resource_type: str, n
     qualified = resource_type
     if parent:
         parent_type = parse(parent).qualified_type
-        if parent_type != ROOT_STACK_TYPE:
+        if parent_type != STACK_TYPE:
             qualified = f"{parent_type}${resource_type}"
     return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
 

@@ -45,7 +45,7 @@ import yaml
 
 from components.catalog.gpu_operator_chart import CHART_NAME
 from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
-from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE
+from components.catalog.names import KUBERNETES_TYPE_PREFIX, KUSTOMIZE_DIRECTORY_TYPE
 from components.catalog.upstream import GPU_OPERATOR_CHART, tree_digest
 from preview.render.cache import RenderCache, enabled, project_cache
 from preview.render.tools import find_tool, pinned_chart_dir
@@ -75,7 +75,7 @@ class RenderedObject:
         """``kubernetes:<group/version>:<Kind>``, the token pulumi-kubernetes gives the same object."""
         api_version = str(self.manifest.get("apiVersion") or "")
         group_version = api_version if "/" in api_version else f"core/{api_version}"
-        return f"kubernetes:{group_version}:{self.manifest.get('kind')}"
+        return f"{KUBERNETES_TYPE_PREFIX}{group_version}:{self.manifest.get('kind')}"
 
     @property
     def name(self) -> str:

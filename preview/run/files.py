@@ -10,25 +10,21 @@ Files (all deterministic: sorted keys, no timestamps, secrets masked):
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import yaml
 
 from components.catalog.names import HELM_RELEASE_TYPE as HELM_RELEASE
+from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE, is_cluster_object
 from preview.run.output_folder import write_files as write_files  # re-exported: preview.diff.review writes with it
 from preview.run.registration import Registration
 from preview.run.runner import ProgramRun
 
-KUSTOMIZE_DIRECTORY = "kubernetes:kustomize/v2:Directory"
-# Kubernetes types that are not objects in the cluster (the provider, and provider-side components).
-_NOT_MANIFESTS = re.compile(r"^(pulumi:providers:|kubernetes:(helm\.sh|kustomize|yaml)/)")
-
 
 def is_manifest(registration: Registration) -> bool:
     """A Kubernetes object the program declares itself (not a chart or a kustomize directory)."""
-    return registration.type.startswith("kubernetes:") and not _NOT_MANIFESTS.match(registration.type)
+    return is_cluster_object(registration.type)
 
 
 def whole_numbers(value: Any) -> Any:
@@ -106,7 +102,7 @@ def kustomize_files(run: ProgramRun) -> dict[str, str]:
     """The generated kustomize overlay(s) the program deploys, under ``kubeflow/``."""
     files: dict[str, str] = {}
     for registration in run.registrations:
-        if registration.type != KUSTOMIZE_DIRECTORY:
+        if registration.type != KUSTOMIZE_DIRECTORY_TYPE:
             continue
         directory = run.root / str(registration.inputs.get("directory", ""))
         overlay_root = directory.parent

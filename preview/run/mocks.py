@@ -16,7 +16,15 @@ from google.protobuf import json_format
 from pulumi.runtime import Mocks, reset_options, set_all_config, set_mocks
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
-from components.catalog.names import GET_CLUSTER_TOKEN, HELM_RELEASE_TYPE, NODE_GROUP_TYPE
+from components.catalog.names import (
+    GET_CLUSTER_TOKEN,
+    HELM_RELEASE_TYPE,
+    NODE_GROUP_TYPE,
+    RANDOM_PASSWORD_TYPE,
+    REMOTE_COMMAND_TYPE,
+    STACK_REFERENCE_TYPE,
+    STACK_TYPE,
+)
 from preview.diff.urns import AliasSpec, UrnBook
 from preview.run.registration import Registration, mask_like, mask_wire, reveal_connection, unwrap_wire
 
@@ -51,14 +59,14 @@ class PlatformMocks(Mocks):
                 "chart": args.inputs.get("chart"),
                 "version": args.inputs.get("version"),
             }
-        elif args.typ == "random:index/randomPassword:RandomPassword":
+        elif args.typ == RANDOM_PASSWORD_TYPE:
             length = int(args.inputs.get("length") or 16)
             digest = hashlib.sha256(f"offline-preview/{args.name}".encode()).hexdigest() * 4
             state["result"] = digest[:length]
-        elif args.typ.startswith("command:remote:Command"):
+        elif args.typ.startswith(REMOTE_COMMAND_TYPE):
             state["stdout"] = "changed: nothing"
             state["stderr"] = ""
-        elif args.typ == "pulumi:pulumi:StackReference":
+        elif args.typ == STACK_REFERENCE_TYPE:
             state["outputs"] = {}
         return resource_id, state
 
@@ -104,7 +112,7 @@ class RecordingMonitor(MockMonitor):
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
+        if request.type != STACK_TYPE:
             wire = json_format.MessageToDict(request.object)
             plain = unwrap_wire(wire)
             book = self._book(response.urn)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.catalog.command_connection import CLEAR_FIELDS, CONNECTION_INPUT, CONNECTION_TYPES, PROXY_FIELD
+from components.catalog.names import STACK_TYPE
 
 # Signatures of special values in the Pulumi wire format (pulumi/runtime/rpc.py).
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -140,6 +141,6 @@ class Registration:
     @property
     def parent_name(self) -> str | None:
         """The parent's logical name, or None for top-level resources."""
-        if not self.parent_urn or "::pulumi:pulumi:Stack::" in self.parent_urn:
+        if not self.parent_urn or f"::{STACK_TYPE}::" in self.parent_urn:
             return None
         return self.parent_urn.rsplit("::", 1)[-1]

@@ -27,6 +27,7 @@ from components.bare_metal.host_prep_steps import (
     resolve_env,
     script_text,
 )
+from components.catalog.node_agent import HOST_DRIVER_FILES
 from tests.bare_metal.hostprep_fakes import FakeHost, RunResult
 
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
@@ -710,9 +711,16 @@ def test_the_operators_driver_root_is_the_catalogs_and_the_charts(host: FakeHost
     assert parse_facts(result.stdout)["driver_source"] == "operator"
 
 
+def test_the_driverless_check_looks_for_exactly_the_catalogs_host_driver_files() -> None:
+    """One list of the files that mean a host driver: the node agent's (``HOST_DRIVER_FILES``), which the script's
+    loop must name, no more and no fewer (the kernel modules it globs for besides are no files of the list)."""
+    script = (SCRIPTS_DIR / "driver-check.sh").read_text(encoding="utf-8")
+    (words,) = re.findall(r"^\s*for path in (/(?:[^;\n]|\\\n)+); do$", script, re.MULTILINE)  # absolute paths
+    assert sorted(words.replace("\\\n", " ").split()) == sorted(HOST_DRIVER_FILES)
+
+
 @pytest.mark.parametrize(
-    "installed",
-    ["usr/bin/nvidia-smi", "usr/lib64/libnvidia-ml.so.1", f"{KERNEL_MODULES}/extra/nvidia.ko.xz"],
+    "installed", [*(path.lstrip("/") for path in HOST_DRIVER_FILES), f"{KERNEL_MODULES}/extra/nvidia.ko.xz"]
 )
 def test_driverless_check_fails_on_an_installed_host_driver(host: FakeHost, installed: str) -> None:
     _driverless(host).write(installed, "")

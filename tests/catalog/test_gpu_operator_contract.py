@@ -19,7 +19,6 @@ from components.catalog.gpu_operator_chart import (
     DEFAULT_DRIVER_VERSION,
     GPU_RESOURCE,
     GPU_TOLERATION,
-    OPERAND_BLOCKS,
     SUPPORTED_CHART_VERSIONS,
     daemonset_tolerations,
     mig_resource_name,
@@ -422,7 +421,7 @@ def test_contracts_and_chart_facts_cover_the_same_versions():
     assert tuple(CONTRACTS) == SUPPORTED_CHART_VERSIONS
     assert DEFAULT_CHART_VERSION in CONTRACTS
     top_level = {p for p in CONTRACT.paths() if "." not in p and "[" not in p}
-    assert set(OPERAND_BLOCKS) <= top_level
+    assert set(release().operand_blocks) <= top_level
     for key in release().images:
         assert CONTRACT.accepts(f"{key}.version") or key in {"operator", "validator", "nodeStatusExporter"}
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from components.catalog.names import KUSTOMIZE_DIRECTORY_TYPE as DIRECTORY
 from preview.render.rendered import render_program
 from preview.run.runner import ProgramRun, run_program
 from tests.kubeflow.kustomize import Obj
 
 STACKS = ("dev", "prod")
-DIRECTORY = "kubernetes:kustomize/v2:Directory"
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ from typing import Any
 from pulumi_policy import Policy, PolicyResource, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from components.catalog.names import HELM_RELEASE_TYPE
 from policies.gpu_policies.names import NAMESPACE_TYPE, NODE_GROUP_TYPE
 from policies.gpu_policies.settings import schema_defaults
 from preview.gate.analyzer import NO_OPTIONS as OPTS
 from preview.gate.analyzer import GateResourceArgs, GateStackArgs, PolicyNotApplicable
 
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+RELEASE_TYPE = HELM_RELEASE_TYPE
 
 
 @dataclass

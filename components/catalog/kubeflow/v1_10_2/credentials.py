@@ -17,7 +17,6 @@ from components.catalog.kubeflow.model import PublicDefault
 
 DEFAULT_USER_EMAIL = "user@example.com"
 DEFAULT_USERNAME = "user"
-DEFAULT_USER_ID = "15841185641784"
 DEFAULT_PASSWORD = "12341234"
 # common/dex/base/dex-passwords.yaml; bcrypt.checkpw(b"12341234", hash) is True.
 DEFAULT_PASSWORD_HASH = "$2y$12$4K/VkmDd1q1Orb3xAt82zu8gk7Ad6ReFR4LCP9UeYE90NLiN9Df72"
