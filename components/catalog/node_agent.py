@@ -6,7 +6,7 @@ Events, Leases), and **node executors** (a DaemonSet) that do only what needs th
 verify, reboot) when the controller asks, and report on their own node. This module is the single place the
 Pulumi component, both programs (the ConfigMap ships this file next to their code, so all read the same
 names), the docs' tables and the tests take those names from. Standard library only, and it imports nothing
-but ``components.catalog.names``, which the ConfigMap ships too.
+but ``components.catalog.names``, ``gpu_operator_upgrade`` and ``nvidia_driver``, which the ConfigMap ships too.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from components.catalog.names import (
     NODE_GROUP_LABEL,
     PREFIX,
 )
+from components.catalog.nvidia_driver import max_unavailable_nodes
 
 AGENT_PREFIX: Final = f"{PREFIX}node-agent."
 
@@ -41,10 +42,9 @@ AGENT_IMAGE: Final = (
 AGENT_IMAGE_USER: Final = 0
 #: ``nobody`` in Debian's base-passwd (uid 65534): the controller's user.
 CONTROLLER_USER: Final = 65534
-#: The image is ``FROM debian:bookworm-slim``. ``nsenter`` is in Debian bookworm's ``util-linux`` and
-#: ``chroot`` in ``coreutils``, both ``Essential: yes`` packages, so both are in every bookworm image
-#: (packages.debian.org/bookworm/amd64/util-linux/filelist, .../coreutils/filelist).
-AGENT_IMAGE_TOOLS: Final = ("/usr/bin/nsenter", "/usr/sbin/chroot")
+# The image is ``FROM debian:bookworm-slim``. ``nsenter`` (/usr/bin) is in Debian bookworm's ``util-linux`` and
+# ``chroot`` (/usr/sbin) in ``coreutils``, both ``Essential: yes`` packages, so both are in every bookworm image
+# (packages.debian.org/bookworm/amd64/util-linux/filelist, .../coreutils/filelist): the executors run both.
 #: ``python3`` of the image (docker-library installs it under /usr/local/bin).
 AGENT_PYTHON: Final = "/usr/local/bin/python3"
 
@@ -74,6 +74,7 @@ class State(StrEnum):
     DONE = "done"  #: finished: uncordoned (if it was schedulable), Lease deleted
     REFUSED = "refused"  #: the controller will not act (see the reason); nothing was changed, not cordoned
     FAILED = "failed"  #: see the reason; a touched node stays cordoned and its Lease halts the pool
+    PROVING = "proving"  #: holds a slot (its Lease) for its CUDA proof: smoke pods on it; not cordoned, nothing changed
 
 
 #: States in which the node has been touched: it keeps its slot until done, a failure keeps it cordoned.
@@ -90,8 +91,10 @@ TOUCHED_STATES: Final = frozenset(
 )
 #: States that hold a budget slot (the node counts as "in maintenance").
 SLOT_STATES: Final = frozenset({State.CORDONED, State.EVICTING, *TOUCHED_STATES})
-#: States in which the controller only watches (reset: see docs/node-agent.md).
-TERMINAL_STATES: Final = frozenset({State.IDLE, State.DONE, State.REFUSED, State.FAILED})
+#: States that take one slot of the pool's budget: maintenance (the node cordoned), and the CUDA proof of a node that
+#: joined the pool or came back under a new identity (not cordoned: nothing on the node changes, but its smoke pods
+#: hold one device of it, and the proof shares the budget so that proving never adds to what a rollout takes away).
+SLOT_HOLDING_STATES: Final = frozenset({*SLOT_STATES, State.PROVING})
 
 
 class Reason(StrEnum):
@@ -134,6 +137,8 @@ class Reason(StrEnum):
     HOST_STEP_FAILED = "host-step-failed"  #: the executor could not record the step on the host (disk full)
     UNKNOWN_REPORT = "unknown-report"  #: the executor's report is malformed or names a reason/outcome not known here
     DECLARATION_GONE = "declaration-gone"  #: the opt-in or desired MIG label was removed while the node was changed
+    # the CUDA proof of a node (nothing changed: no halt; cordoned only with nodeAgent.cordonOnProofFailure)
+    PROOF_FAILED = "cuda-proof-failed"  #: a smoke pod of the node's CUDA proof failed or did not finish in time
 
 
 #: Reasons that go with State.FAILED on a touched node: the pool's rollout halts on them.
@@ -156,6 +161,9 @@ TOUCHED_FAILURES: Final = frozenset(
         Reason.DECLARATION_GONE,
     }
 )
+#: Reasons that go with State.FAILED after the CUDA proof of a node: nothing was changed, so no halt; the node is
+#: cordoned only where ``nodeAgent.cordonOnProofFailure`` says so (docs/node-agent.md, "Continuous proof").
+PROOF_FAILURES: Final = frozenset({Reason.PROOF_FAILED})
 REFUSALS: Final = frozenset(
     {
         Reason.PACKAGE_MANAGED,
@@ -259,6 +267,30 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
         State.FAILED,
         State.IDLE,
         "a person asked for a retry (the retry annotation): given back as before the first attempt, halt cleared",
+    ),
+    Transition(
+        State.IDLE,
+        State.PROVING,
+        "its evidence passes and no CUDA proof of it as it is now (UID, boot ID) passed: its Lease created within "
+        "the budget (not in a halted pool), its smoke pods created; not cordoned",
+    ),
+    Transition(
+        State.DONE,
+        State.PROVING,
+        "as from idle: a node a flow finished (or rebooted) before it was proven as it is now",
+    ),
+    Transition(
+        State.PROVING,
+        State.IDLE,
+        "every smoke pod succeeded (proof passed), or released (no free device, the operator took it, not Ready, "
+        "no declaration): back to where it was, Lease deleted",
+    ),
+    Transition(State.PROVING, State.DONE, "as to idle, for a node that was done"),
+    Transition(
+        State.PROVING,
+        State.FAILED,
+        "cuda-proof-failed: a smoke pod failed or did not finish in time; Lease deleted, no halt; cordoned only "
+        "with cordonOnProofFailure",
     ),
 )
 #: Failures reachable from every touched state, not listed above one by one.
@@ -365,8 +397,26 @@ RETRY_ANNOTATION: Final = f"{AGENT_PREFIX}retry"
 THROTTLE_ANNOTATION: Final = f"{AGENT_PREFIX}throttled"
 #: The node's proof record, written by the rollout controller's continuous proof (``controller/proving.py``) on
 #: every GPU node of a pool with a declaration, and read by ``tools/status`` and the alerts: JSON
-#: ``{"result": "passed"|"failed", "at": "<RFC3339>", "reason": str, "driver": str, "mig": str}``.
+#: ``{"result": "passed"|"failed", "at": "<RFC3339>", "reason": str, "driver": str, "mig": str, "cuda": {...}}``: the
+#: evidence (the proof Job's checks of the driver and the MIG layout), and under ``cuda`` the CUDA proof of the node's
+#: identity (:data:`PROOF_CUDA_KEYS`; absent until its first CUDA proof is decided).
 PROOF_ANNOTATION: Final = f"{AGENT_PREFIX}proof"
+#: The ``cuda`` part of :data:`PROOF_ANNOTATION`: the node identity it is about, ``uid`` (the Node's ``metadata.uid``:
+#: a node recreated under the same name has another) and ``boot_id`` (``status.nodeInfo.bootID``: new after every boot,
+#: so after a VM replaced under the same Node object too), ``result`` (:class:`CudaResult`), ``at`` (RFC 3339, the
+#: controller's clock), ``reason``, and the ``driver`` and ``mig`` declared when it was decided.
+PROOF_CUDA_KEYS: Final = ("uid", "boot_id", "result", "at", "reason", "driver", "mig")
+
+
+class CudaResult(StrEnum):
+    """The ``cuda.result`` of :data:`PROOF_ANNOTATION`."""
+
+    PASSED = "passed"  #: every smoke pod of the proof succeeded on this node (this UID and boot)
+    FAILED = "failed"  #: a smoke pod failed or did not finish in time (the node is failed: cuda-proof-failed)
+    WAITING = "waiting"  #: wanted, not started: the pool's budget is full, or the pool is halted (see the reason)
+    DEFERRED = "deferred"  #: started and given back (no free device, the operator took the node): tried again later
+
+
 #: Every annotation key the controller may change on a Node: its own, and the operator's initial-state note, which
 #: it removes when the operator wrote it only because the controller's own cordon was there (see
 #: docs/node-agent.md, "Sharing nodes with the GPU Operator").
@@ -432,12 +482,19 @@ def clear_command(namespace: str, uid: str) -> str:
 HOST_MARKER_FILE: Final = "/var/lib/gpu-platform/node-agent/state.json"
 #: kured's sentinel, written instead of rebooting when allowReboot is false.
 HOST_REBOOT_SENTINEL: Final = "/run/reboot-required"
-#: The files whose presence means a host driver (checked again after the uninstall). The operator's driver
-#: container installs under its own root (``/run/nvidia/driver`` on the host), never these paths.
+#: The files whose presence means a host driver (checked again after the uninstall; the bare-metal
+#: ``driver-check.sh`` looks for the same ones on a driverless host: tests/bare_metal/test_host_prep.py).
+#: The operator's driver container installs under its own root (``/run/nvidia/driver`` on the host), never these
+#: paths. ``libnvidia-ml.so.1`` is where a driver install puts its libraries: ``/usr/lib64`` (RHEL family), or the
+#: multiarch folder of a Debian-family host, x86_64 or aarch64 (Grace/GH200 hosts): the folders the GPU Operator
+#: itself searches a driver root for it (gpu-operator v26.7.0 ``internal/driver/root.go``
+#: ``GetDriverLibraryPath``: /usr/lib64, /usr/lib/x86_64-linux-gnu, /usr/lib/aarch64-linux-gnu, and the /lib
+#: twins that usrmerge makes the same folders).
 HOST_DRIVER_FILES: Final = (
     "/usr/bin/nvidia-smi",
     "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
     "/usr/lib64/libnvidia-ml.so.1",
+    "/usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1",
 )
 #: The .run installer's own record of what it installed: ``init_backup`` creates it and ``do_uninstall``
 #: removes the whole directory (NVIDIA/nvidia-installer backup.c: ``BACKUP_DIRECTORY "/var/lib/nvidia"``,
@@ -481,6 +538,9 @@ class FleetVerdict(StrEnum):
 
 
 # -- settings ----------------------------------------------------------------------------------------------
+#: The agent's namespace (its controller, executors, Leases and settings) unless ``nodeAgent.namespace`` says
+#: otherwise. Its executors are privileged: the policy pack allows privileged pods here by default.
+DEFAULT_AGENT_NAMESPACE: Final = "gpu-platform-system"
 #: The controller reads its settings from this ConfigMap at every reconcile (a change reaches a running rollout).
 SETTINGS_CONFIG_MAP: Final = "node-agent-settings"
 SETTINGS_KEY: Final = "settings.json"
@@ -489,3 +549,19 @@ ENV_NAMESPACE: Final = "AGENT_NAMESPACE"
 ENV_POD_NAME: Final = "POD_NAME"
 ENV_ALLOW_REBOOT: Final = "ALLOW_REBOOT"
 ENV_UNINSTALL_TIMEOUT: Final = "UNINSTALL_TIMEOUT_SECONDS"
+
+
+# -- where the agent works, and its budget per pool --------------------------------------------------------
+def pool_budget(max_unavailable: int | str, nodes: int) -> int:
+    """Nodes of a pool of ``nodes`` that may be in maintenance at once (``nodeAgent.maxUnavailable``): read as the
+    GPU Operator reads its own ``maxUnavailable`` (a number, or a percentage of the nodes rounded up:
+    :func:`components.catalog.nvidia_driver.max_unavailable_nodes`, one budget with the operator's), and at least
+    one node, so a small pool still moves."""
+    return max(1, max_unavailable_nodes(max_unavailable, nodes))
+
+
+def works_on_pool(*, host_driver_removal: bool, mig_pool: bool, mig_layout: bool) -> bool:
+    """The rule of where the agent runs: on a pool opted in to the host-driver hand-over
+    (``hostDriverRemoval: true``), and on a pool the program partitions with MIG when layout changes go through the
+    agent (``nodeAgent.migLayout: true``). Its controller and executors exist only where it works on some pool."""
+    return host_driver_removal or (mig_layout and mig_pool)

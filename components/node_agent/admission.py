@@ -17,8 +17,9 @@ Three policies, bound with ``Deny``; every validation answers ``Forbidden`` (403
   record and detail, uncordon, remove the skip label it set, its request, its MIG-pending taint, the retry
   annotation and the operator's initial-state note, and set back to ``true`` an operand label mig-manager left
   ``paused-for-mig-change``. Only where a flow applies (opted in, or a desired MIG config) may it cordon and set
-  the GPU Operator's skip label; only on an opted-in node may it ask the executor for a step or set
-  ``nvidia.com/gpu.deploy.driver`` (``true``/``false``); only on a node with a desired MIG config may it set
+  the GPU Operator's skip label, and elsewhere cordon only in the write that fails a node's CUDA proof (state
+  ``failed``, reason ``cuda-proof-failed``: ``nodeAgent.cordonOnProofFailure``); only on an opted-in node may it
+  ask the executor for a step or set ``nvidia.com/gpu.deploy.driver`` (``true``/``false``); only on a node with a desired MIG config may it set
   ``nvidia.com/mig.config`` (to that config, or the toggle ``all-disabled``) and remove mig-manager's state. In
   ``spec`` nothing else changes: no taint of another key added, removed or changed (no ``NoExecute`` that evicts
   around PodDisruptionBudgets), its own taint only removed, ``podCIDR(s)``, ``providerID``, ``externalID`` and
@@ -46,6 +47,7 @@ of a typed object, which Kubernetes' type checker refuses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from components.catalog import gpu_operator_upgrade as operator
@@ -81,6 +83,7 @@ from components.node_agent.agent.controller.smoke import (
     SMOKE_PRIORITY_CLASS,
     SMOKE_TOLERATIONS,
 )
+from components.node_agent.agent.labeller.membership import RELEASED_STATES, parse_memberships
 from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS
 
 NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
@@ -264,9 +267,12 @@ def controller_policy(namespace: str, account: str) -> dict[str, Any]:
                     "the controller's state, reason and flow labels take only the values its controller knows",
                 ),
                 _validation(
-                    "!variables.cordons || variables.optedIn || variables.desiredMig != ''",
+                    "!variables.cordons || variables.optedIn || variables.desiredMig != '' || ("
+                    f"{label}[?'{STATE_LABEL}'].orValue('') == '{State.FAILED.value}' && "
+                    f"{label}[?'{REASON_LABEL}'].orValue('') == '{Reason.PROOF_FAILED.value}')",
                     "the controller may cordon only a node a flow applies to: opted in to the driver hand-over, or "
-                    "with a desired MIG config",
+                    "with a desired MIG config; or any GPU node of a pool in the write that fails its CUDA proof "
+                    f"(state {State.FAILED.value}, reason {Reason.PROOF_FAILED.value}: cordonOnProofFailure)",
                 ),
                 _validation(
                     f"!('{UPGRADE_SKIP_LABEL}' in variables.labels) || !('{UPGRADE_SKIP_LABEL}' in {label}) || "
@@ -463,3 +469,106 @@ def admission_policies(
         ("controller-nodes", controller_policy(namespace, controller_account), _binding(CONTROLLER_POLICY)),
         ("smoke-pods", smoke_policy(namespace, controller_account, runtime_class), _binding(SMOKE_POLICY)),
     ]
+
+
+# -- the pool labeller ---------------------------------------------------------------------------------------
+#: The labeller's policy (``components.node_agent.agent.labeller``): the declared pools' labels, nothing else.
+LABELLER_POLICY = "gpu-platform-node-agent-labeller-nodes"
+
+
+def _cel_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _cel_string_map(values: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{_cel_string(k)}: {_cel_string(v)}" for k, v in sorted(values.items())) + "}"
+
+
+def _old_labels_match(selector: Mapping[str, str]) -> str:
+    """The node's old labels carry every key of ``selector`` with its value (matchLabels; "" is a value)."""
+    return " && ".join(
+        f"({_cel_string(key)} in variables.oldLabels && variables.oldLabels[{_cel_string(key)}] == {_cel_string(value)})"
+        for key, value in sorted(selector.items())
+    )
+
+
+def labeller_policy(namespace: str, account: str, memberships: Mapping[str, Any]) -> dict[str, Any]:
+    """What the pool labeller may write: each declared pool's labels, at their declared values, on a node whose old
+    labels its selector matches (the first pool by name, as the labeller decides), and their removal from a node
+    labelled for a declared pool whose labels no longer pick it (none that the pool it now picks declares); on a node
+    the rollout controller holds, only its own pool's labels set. Nothing else: no other label, no annotation, nothing
+    in ``spec``, owner references and finalizers as they were; never a node of a pool it does not declare.
+
+    The memberships are CEL literals (``parse_memberships``, the labeller's own reading: sorted by pool name, selector
+    keys never among the labels): a map of pool name to its labels, and the node's pool as a chain of conditionals
+    over the selectors, so every literal is homogeneous (Kubernetes' CEL refuses mixed map and list literals). Matched
+    on the labeller's user only: the rollout controller's and the executors' policies match on theirs, so none of the
+    three applies to another's requests."""
+    pools = parse_memberships(memberships)
+    keys = sorted({key for pool in pools for key in pool.labels})
+    picked = "''"
+    for pool in reversed(pools):
+        picked = f"({_old_labels_match(pool.selector)}) ? {_cel_string(pool.name)} : ({picked})"
+    declared = "{" + ", ".join(f"{_cel_string(pool.name)}: {_cel_string_map(pool.labels)}" for pool in pools) + "}"
+    new = "variables.newLabels"
+    return {
+        "metadata": {"name": LABELLER_POLICY},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": _node_rules(),
+            "matchConditions": _user(namespace, account),
+            "variables": [
+                {"name": "oldLabels", "expression": "oldObject.metadata.?labels.orValue({})"},
+                {"name": "newLabels", "expression": "object.metadata.?labels.orValue({})"},
+                {"name": "labels", "expression": _changed("labels")},
+                {"name": "declared", "expression": declared},
+                # The pool the node's old labels pick (the first by name), "" for none.
+                {"name": "pool", "expression": picked},
+                # The pool the node was labelled for (its pool label), "" for none.
+                {"name": "current", "expression": f"variables.oldLabels[?'{POOL_LABEL}'].orValue('')"},
+                {"name": "wanted", "expression": "variables.declared[?variables.pool].orValue({})"},
+                {"name": "previous", "expression": "variables.declared[?variables.current].orValue({})"},
+                {
+                    "name": "held",
+                    "expression": f"'{STATE_LABEL}' in variables.oldLabels && "
+                    f"!(variables.oldLabels['{STATE_LABEL}'] in {_cel_list(sorted(RELEASED_STATES))})",
+                },
+            ],
+            "validations": [
+                _validation(
+                    "variables.current == '' || variables.current in variables.declared",
+                    f"the labeller never changes a node of a pool it does not declare ({POOL_LABEL} names another pool)",
+                ),
+                _validation(
+                    f"variables.labels.all(k, k in {_cel_list(keys)})",
+                    f"the labeller may change only the labels its pools declare: {', '.join(keys)}",
+                ),
+                _validation(
+                    f"variables.labels.all(k, !(k in {new}) || (k in variables.wanted && {new}[k] == variables.wanted[k]))",
+                    "the labeller may set a label only on a node a pool's selector picks (the first pool by name), and "
+                    "only to the value that pool declares",
+                ),
+                _validation(
+                    f"variables.labels.all(k, k in {new} || (k in variables.previous && !(k in variables.wanted)))",
+                    f"the labeller may remove only a label of the pool the node was labelled for ({POOL_LABEL}), and "
+                    "only one the pool the node's labels pick does not declare",
+                ),
+                _validation(
+                    "!variables.held || variables.labels.size() == 0 || (variables.pool == variables.current && "
+                    f"variables.labels.all(k, k in {new}))",
+                    f"a node the rollout controller holds ({STATE_LABEL} not "
+                    f"{', '.join(sorted(RELEASED_STATES))}) keeps its labels and its pool until released",
+                ),
+                _validation(_same("metadata.?annotations", "{}"), "the labeller may not change an annotation"),
+                _validation("object.spec == oldObject.spec", "the labeller may not change the spec (taints, cordon)"),
+                _OWNERS_AND_FINALIZERS,
+            ],
+        },
+    }
+
+
+def labeller_admission(
+    namespace: str, account: str, memberships: Mapping[str, Any]
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(role, policy, binding)`` of the pool labeller's policy."""
+    return ("labeller-nodes", labeller_policy(namespace, account, memberships), _binding(LABELLER_POLICY))

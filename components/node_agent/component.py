@@ -12,6 +12,7 @@ creates run under the program's own PriorityClass (``SMOKE_PRIORITY_CLASS``), wh
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,9 +23,15 @@ import pulumi_kubernetes as k8s
 from components.base.kubernetes_args import downward_env, locked_down_container, non_root_pod_security
 from components.base.shipped_code import code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as names
-from components.catalog.names import GPU_NODE_LABEL, NODE_AGENT_TYPE, PSA_PRIVILEGED
-from components.node_agent.admission import admission_policies
+from components.catalog.kubernetes import PRIORITY_CLASS_IMMUTABLE_FIELDS
+from components.catalog.names import GPU_NODE_LABEL, GPU_OPERATOR_NAMESPACE, NODE_AGENT_TYPE, PSA_PRIVILEGED
+from components.node_agent.admission import admission_policies, labeller_admission
 from components.node_agent.agent.controller.smoke import SMOKE_PRIORITY_CLASS
+from components.node_agent.agent.labeller.membership import (
+    MEMBERSHIPS_DIGEST_ANNOTATION,
+    MEMBERSHIPS_DIR,
+    MEMBERSHIPS_KEY,
+)
 from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS
 from components.node_agent.config import NodeAgentConfig
 from components.node_agent.rbac import (
@@ -33,6 +40,7 @@ from components.node_agent.rbac import (
     CONTROLLER_NAMESPACE_RULES,
     CONTROLLER_OPERATOR_RULES,
     EXECUTOR_CLUSTER_RULES,
+    LABELLER_CLUSTER_RULES,
     PolicyRule,
 )
 
@@ -48,6 +56,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/controller/decide.py",
     "components/node_agent/agent/controller/decisions/__init__.py",
     "components/node_agent/agent/controller/decisions/context.py",
+    "components/node_agent/agent/controller/decisions/cuda.py",
     "components/node_agent/agent/controller/decisions/eviction.py",
     "components/node_agent/agent/controller/decisions/halts.py",
     "components/node_agent/agent/controller/decisions/handover.py",
@@ -69,6 +78,9 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/executor/main.py",
     "components/node_agent/agent/executor/run.py",
     "components/node_agent/agent/kube.py",
+    "components/node_agent/agent/labeller/__init__.py",
+    "components/node_agent/agent/labeller/main.py",
+    "components/node_agent/agent/labeller/membership.py",
     "components/node_agent/agent/loop.py",
     "components/node_agent/agent/objects.py",
     "components/node_agent/agent/proof/__init__.py",
@@ -82,6 +94,10 @@ CONTROLLER_LABEL = {"app.kubernetes.io/name": CONTROLLER, "app.kubernetes.io/man
 EXECUTOR_LABEL = {"app.kubernetes.io/name": EXECUTOR, "app.kubernetes.io/managed-by": "gpu-platform"}
 AGENT_DIR = "/agent"
 CODE_CONFIG_MAP = "node-agent-code"
+#: The pool labeller (an existing cluster's pools): its ServiceAccount and Deployment, and its memberships ConfigMap.
+LABELLER = "node-agent-labeller"
+LABELLER_LABEL = {"app.kubernetes.io/name": LABELLER, "app.kubernetes.io/managed-by": "gpu-platform"}
+LABELLER_CONFIG_MAP = "node-agent-labeller"
 #: The smoke pods' PriorityClass: the value of a pod of no class, and never preempting. A smoke pod is bound to its
 #: node by ``nodeName`` (the scheduler never preempts for it) on a node the controller has drained; the class is
 #: there so that the admission policy can pin it: a smoke pod can never carry a system-critical class, for which
@@ -105,13 +121,17 @@ class NodeAgentArgs:
     mig_resources: dict[str, Any]
     provider: k8s.Provider
     depends_on: list[pulumi.Resource] = field(default_factory=list)
-    operator_namespace: str = "gpu-operator"
+    operator_namespace: str = GPU_OPERATOR_NAMESPACE
     #: The RuntimeClass the GPU Operator installs ("" where it installs none): ``desired.operator_runtime_class``
     #: of the operator's values. The smoke pods run on it, and the smoke-pod policy allows only it.
     runtime_class: str = OPERATOR_RUNTIME_CLASS
     #: Per pool (node group, or bare-metal node name), what its nodes are proven against all the time: the plan's
     #: ``pool_declarations`` (``components.gpu_operator.proof_steps``); a pool not here is not proven.
     declarations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per pool, ``{"selector": {...}, "labels": {...}}``: the labels the pool labeller puts on every node the selector
+    #: picks (the plan's ``node_agent_memberships``: an existing cluster, whose nodes the program cannot label itself).
+    #: Empty: no labeller.
+    memberships: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
 
 def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
@@ -129,6 +149,7 @@ def controller_settings(config: NodeAgentConfig, args: NodeAgentArgs) -> str:
         "mig_timeout_seconds": config.mig_timeout_seconds,
         "smoke_timeout_seconds": config.smoke_timeout_seconds,
         "uninstall_timeout_seconds": config.uninstall_timeout_seconds,
+        "cordon_on_proof_failure": config.cordon_on_proof_failure,
         "operator_namespace": args.operator_namespace,
         "mig_resources": resources,
         "runtime_class": args.runtime_class,
@@ -156,6 +177,8 @@ class NodeAgent(pulumi.ComponentResource):
     daemon_set: k8s.apps.v1.DaemonSet
     metrics_service: k8s.core.v1.Service
     pool_budgets: dict[str, int]
+    #: The pool labeller's Deployment, where ``memberships`` are given.
+    labeller: k8s.apps.v1.Deployment | None = None
 
     def __init__(self, name: str, args: NodeAgentArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(NODE_AGENT_TYPE, name, None, opts)
@@ -220,10 +243,12 @@ class NodeAgent(pulumi.ComponentResource):
             global_default=False,
             preemption_policy=SMOKE_PREEMPTION_POLICY,
             description="gpu-platform node agent: the smoke pods on a node in maintenance (they preempt nothing).",
-            # The API server refuses a change of either in place (Kubernetes ValidatePriorityClassUpdate): replace.
+            # The API server refuses a change of either in place: replace (under the same name, so delete first).
             opts=pulumi.ResourceOptions.merge(
                 child,
-                pulumi.ResourceOptions(replace_on_changes=["value", "preemptionPolicy"], delete_before_replace=True),
+                pulumi.ResourceOptions(
+                    replace_on_changes=list(PRIORITY_CLASS_IMMUTABLE_FIELDS), delete_before_replace=True
+                ),
             ),
         )
         ready = [*accounts.values(), code, *grants, *args.depends_on]
@@ -265,7 +290,105 @@ class NodeAgent(pulumi.ComponentResource):
             ),
             opts=in_ns,
         )
+        if args.memberships:
+            self.labeller = self._labeller(name, args.memberships, ns, child, in_ns, [code])
         self.register_outputs({"namespace": ns})
+
+    def _labeller(
+        self,
+        name: str,
+        memberships: dict[str, dict[str, dict[str, str]]],
+        ns: str,
+        child: pulumi.ResourceOptions,
+        in_ns: pulumi.ResourceOptions,
+        code: list[pulumi.Resource],
+    ) -> k8s.apps.v1.Deployment:
+        """The pool labeller (``components.node_agent.agent.labeller``): its ServiceAccount, its ClusterRole (nodes
+        get/list/watch/patch), its ValidatingAdmissionPolicy, its memberships ConfigMap, and one pod on the agent's
+        image and code ConfigMap.
+
+        A controller of its own, not a part of the rollout controller, for containment: the labeller's token may write
+        only the declared pools' labels (its policy), and the rollout controller's none of them (its own policy), so
+        neither can make the other's writes. The pod starts only once its policy is bound."""
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-labeller-account", metadata=k8s.meta.v1.ObjectMetaArgs(name=LABELLER, namespace=ns), opts=in_ns
+        )
+        role_name = f"gpu-platform-{LABELLER}"
+        grants = self._grant(
+            f"{name}-labeller-cluster-role",
+            "ClusterRole",
+            role_name,
+            k8s.meta.v1.ObjectMetaArgs(name=role_name, labels=LABELLER_LABEL),
+            LABELLER,
+            ns,
+            LABELLER_CLUSTER_RULES,
+            child,
+        )
+        role, policy, binding = labeller_admission(ns, LABELLER, memberships)
+        created = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-{role}-policy", metadata=policy["metadata"], spec=policy["spec"], opts=child
+        )
+        bound = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-{role}-binding",
+            metadata=binding["metadata"],
+            spec=binding["spec"],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[created])),
+        )
+        data = json.dumps(memberships, sort_keys=True)
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-labeller-memberships",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=LABELLER_CONFIG_MAP, namespace=ns, labels=LABELLER_LABEL),
+            data={MEMBERSHIPS_KEY: data},
+            opts=in_ns,
+        )
+        return k8s.apps.v1.Deployment(
+            f"{name}-labeller",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=LABELLER, namespace=ns, labels=LABELLER_LABEL),
+            spec=self._labeller_spec(hashlib.sha256(data.encode()).hexdigest()),
+            opts=pulumi.ResourceOptions.merge(
+                in_ns, pulumi.ResourceOptions(depends_on=[account, *grants, created, bound, config_map, *code])
+            ),
+        )
+
+    @staticmethod
+    def _labeller_spec(digest: str) -> k8s.apps.v1.DeploymentSpecArgs:
+        """One pod, Pod Security "restricted" (as the controller: ``nobody``, read-only root, no capability), its
+        memberships mounted read-only; their digest on the template rolls the pod when they change."""
+        container = shipped_container(
+            "labeller",
+            "components.node_agent.agent.labeller.main",
+            AGENT_DIR,
+            env=[k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1")],
+            security_context=locked_down_container(),
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                requests={"cpu": "20m", "memory": "64Mi"}, limits={"memory": "256Mi"}
+            ),
+            mounts=[k8s.core.v1.VolumeMountArgs(name="memberships", mount_path=MEMBERSHIPS_DIR, read_only=True)],
+        )
+        return k8s.apps.v1.DeploymentSpecArgs(
+            replicas=1,
+            strategy=k8s.apps.v1.DeploymentStrategyArgs(type="Recreate"),
+            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=LABELLER_LABEL),
+            template=k8s.core.v1.PodTemplateSpecArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    labels=LABELLER_LABEL, annotations={MEMBERSHIPS_DIGEST_ANNOTATION: digest}
+                ),
+                spec=k8s.core.v1.PodSpecArgs(
+                    service_account_name=LABELLER,
+                    security_context=non_root_pod_security(names.CONTROLLER_USER),
+                    containers=[container],
+                    volumes=[
+                        code_volume(CODE_CONFIG_MAP, AGENT_FILES),
+                        k8s.core.v1.VolumeArgs(
+                            name="memberships",
+                            config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
+                                name=LABELLER_CONFIG_MAP, default_mode=0o444
+                            ),
+                        ),
+                    ],
+                ),
+            ),
+        )
 
     def _cluster_role(
         self, name: str, role: str, account: str, ns: str, rules: tuple[PolicyRule, ...], opts: pulumi.ResourceOptions

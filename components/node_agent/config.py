@@ -8,7 +8,6 @@ the maintenance budget. The default advice stays: recreate a ``runc_drivers_cuda
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator, Mapping
 
@@ -17,6 +16,7 @@ from pydantic import Field, field_validator
 from components.base.config_model import ConfigModel
 from components.base.problems import Problem, join_path
 from components.catalog.kubernetes import dns_label_problem
+from components.catalog.node_agent import DEFAULT_AGENT_NAMESPACE, pool_budget
 
 _PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
 
@@ -30,7 +30,7 @@ MIN_AGENT_KUBERNETES = (1, 30)
 class NodeAgentConfig(ConfigModel):
     """How the agent runs (its controller and executors exist only when some pool has work for them)."""
 
-    namespace: str = "gpu-platform-system"
+    namespace: str = DEFAULT_AGENT_NAMESPACE
     max_unavailable: int | str = Field(
         default=1,
         description="nodes of one pool in maintenance at once: a number >= 1 or a percentage such as '10%' (rounded "
@@ -50,6 +50,11 @@ class NodeAgentConfig(ConfigModel):
     smoke_timeout_seconds: int = Field(default=600, ge=60)
     uninstall_timeout_seconds: int = Field(default=900, ge=60)
     lease_ttl_seconds: int = Field(default=300, ge=60, description="a holder that stops renewing for this long")
+    cordon_on_proof_failure: bool = Field(
+        default=False,
+        description="true: a node whose continuous CUDA proof fails (a new node, or one back under a new UID) is also "
+        "cordoned; false: it is only recorded failed (cuda-proof-failed) with the pod's reason, and the alert tells",
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -79,10 +84,7 @@ class NodeAgentConfig(ConfigModel):
 
     def budget(self, pool_size: int) -> int:
         """Slots for a pool of ``pool_size`` nodes: a percentage rounds up, and is at least one node."""
-        if isinstance(self.max_unavailable, int):
-            return max(1, min(self.max_unavailable, max(pool_size, 1)))
-        percent = int(self.max_unavailable.rstrip("%"))
-        return max(1, math.ceil(pool_size * percent / 100))
+        return min(pool_budget(self.max_unavailable, pool_size), max(pool_size, 1))
 
 
 def kubernetes_problems(

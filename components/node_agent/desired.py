@@ -10,8 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.catalog.names import MIG_CONFIG_LABEL
-from components.catalog.node_agent import EVENT_SOURCE, LEASE_POOL_LABEL, MIG_DESIRED_LABEL, REASON_LABEL, STATE_LABEL
+from components.catalog.names import MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL
+from components.catalog.node_agent import (
+    EVENT_NAMESPACE,
+    EVENT_SOURCE,
+    LEASE_POOL_LABEL,
+    MIG_DESIRED_LABEL,
+    REASON_LABEL,
+    STATE_LABEL,
+)
 from components.catalog.pools import GpuPool
 from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS
 from components.node_agent.config import NodeAgentConfig
@@ -56,7 +63,7 @@ def operator_runtime_class(values: Mapping[str, Any]) -> str:
 def node_agent_watch_commands(namespace: str) -> list[str]:
     """The commands docs/node-agent.md gives to watch a rollout (the stack output repeats them)."""
     return [
-        f"kubectl get nodes -L {STATE_LABEL} -L {REASON_LABEL} -L nvidia.com/mig.config -L nvidia.com/mig.config.state",
-        f"kubectl get events -n default --field-selector involvedObject.kind=Node,source={EVENT_SOURCE} -w",
+        f"kubectl get nodes -L {STATE_LABEL} -L {REASON_LABEL} -L {MIG_CONFIG_LABEL} -L {MIG_CONFIG_STATE_LABEL}",
+        f"kubectl get events -n {EVENT_NAMESPACE} --field-selector involvedObject.kind=Node,source={EVENT_SOURCE} -w",
         f"kubectl -n {namespace} get leases -l {LEASE_POOL_LABEL} -o wide",
     ]

@@ -49,3 +49,7 @@ CONTROLLER_EVENT_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("events",),
 #: The executors: their own Node, watched (``fieldSelector=metadata.name``; RBAC cannot name a node per executor,
 #: so reading is cluster-wide) and patched (the admission policy: only its own, only the report annotation).
 EXECUTOR_CLUSTER_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("nodes",), ("get", "list", "watch", "patch")),)
+#: The pool labeller (``agent/labeller``, an existing cluster's pools): the nodes of its pools, watched by their
+#: selectors, and patched (its admission policy: only the declared pools' labels, at their values). Nothing else: no
+#: pods, no evictions, no Leases, no ConfigMaps (its memberships come as a mounted file), no Events.
+LABELLER_CLUSTER_RULES: tuple[PolicyRule, ...] = (PolicyRule(("",), ("nodes",), ("get", "list", "watch", "patch")),)

@@ -34,7 +34,9 @@ _COMMENTS = _comments()
 def tables() -> str:
     lines = ["### States", "", "| State | Holds a slot | Touched | Meaning |", "|---|---|---|---|"]
     for state in names.State:
-        slot = "yes" if state in names.SLOT_STATES else ""
+        slot = (
+            "yes" if state in names.SLOT_STATES else "yes, not cordoned" if state in names.SLOT_HOLDING_STATES else ""
+        )
         touched = "yes" if state in names.TOUCHED_STATES else ""
         lines.append(f"| `{state}` | {slot} | {touched} | {_doc(state)} |")
     lines += ["", "### Transitions", "", "| From | To | When |", "|---|---|---|"]
@@ -50,6 +52,8 @@ def tables() -> str:
             kind = "refused (nothing changed)"
         elif reason in names.TOUCHED_FAILURES:
             kind = "failed, node stays cordoned, the pool halts"
+        elif reason in names.PROOF_FAILURES:
+            kind = "failed by its CUDA proof: Lease deleted, no halt; cordoned only with cordonOnProofFailure"
         else:
             kind = "failed before touching: uncordoned, Lease deleted"
         lines.append(f"| `{reason}` | {kind} | {_doc(reason)} |")

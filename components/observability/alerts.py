@@ -297,8 +297,9 @@ DEFINITIONS: tuple[AlertDefinition, ...] = (
         "15m",
         "Pool {{ $labels.pool }} has {{ $value }} GPU node(s) drifting from its declaration or unproven",
         f"The node agent's continuous proof finds a node of the pool that is not the declared driver or MIG layout "
-        f"({FLEET_METRIC} verdict drifting), or cannot judge it (unproven: not Ready); the reason is in the node's "
-        f"{PROOF_ANNOTATION} annotation.",
+        f"({FLEET_METRIC} verdict drifting), or has not proven it (unproven: not Ready, or its evidence passes but no "
+        f"CUDA proof of the node as it is now passed: waiting for a slot, a halted pool, no free device); the reason "
+        f"is in the node's {PROOF_ANNOTATION} annotation (its cuda part for the CUDA proof).",
         _drifting,
         applies=lambda context: context.node_agent,
     ),

@@ -31,7 +31,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard, DataSourceRef, Va
 from grafana_foundation_sdk.models.text import TextMode
 
 from components.catalog import observability as facts
-from components.catalog.names import GPU_NODE_LABEL, NODE_GROUP_LABEL
+from components.catalog.names import GPU_NODE_LABEL, MIG_CONFIG_LABEL, NODE_GROUP_LABEL
 from components.catalog.node_agent import FLEET_METRIC, REASON_LABEL, STATE_LABEL, FleetVerdict
 
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -248,7 +248,7 @@ def rollouts_dashboard(context: DashboardContext) -> board.Dashboard:
         )
         .with_row(board.Row("MIG"))
         .with_panel(_states("Nodes per MIG configuration state", facts.MIG_CONFIG_STATE_LABEL))
-        .with_panel(_states("Nodes per requested MIG configuration", "nvidia.com/mig.config"))
+        .with_panel(_states("Nodes per requested MIG configuration", MIG_CONFIG_LABEL))
     )
     if context.node_agent:
         result = (

@@ -1,6 +1,6 @@
 """Naming the invariant each fault test proves, and checking all of them after every test.
 
-Every fault test carries ``@proves(...)`` with the invariants it is about; the world checks all eight after
+Every fault test carries ``@proves(...)`` with the invariants it is about; the world checks all nine after
 every write anyway, so a test fails on any violation, named or not.
 """
 
@@ -20,6 +20,7 @@ INVARIANTS = {
     "I6": "a failure halts the pool",
     "I7": "one budget per pool, shared with the GPU Operator and everything else that takes a node away",
     "I8": "no write without leadership",
+    "I9": "a CUDA proof takes a slot of the budget: never beyond it, never in a halted pool, never with a cordon",
 }
 #: test name -> the invariants it names.
 PROVES: dict[str, tuple[str, ...]] = {}

@@ -142,7 +142,8 @@ def gpu_demand(pod: dict[str, Any]) -> dict[str, int]:
 
 
 def tolerated(pod: dict[str, Any], taint: dict[str, Any]) -> bool:
-    wanted = Taint(taint["key"], taint.get("value") or "", taint["effect"])
+    wanted = Taint.from_object(taint)
+    assert wanted is not None, taint
     return any(tolerates(t, wanted) for t in (pod.get("spec") or {}).get("tolerations") or [])
 
 

@@ -56,6 +56,7 @@ from components.catalog.node_agent import (
     MIG_TOGGLE_CONFIG,
     OPERAND_DEPLOY_LABELS,
     PAUSED_FOR_MIG,
+    REASON_LABEL,
     REPORT_ANNOTATION,
     REQUEST_ANNOTATION,
     RETRY_ANNOTATION,
@@ -190,6 +191,35 @@ def _retry(world: World) -> None:
     world.settle()
 
 
+def _cuda_proof(world: World) -> None:
+    """A new node proven; another, of no flow (no desired layout), fails its CUDA proof and is cordoned
+    (cordonOnProofFailure), then retried and proven."""
+    world.run(900.0)
+    world.smoke_failing.add("node-001")
+    world.add_node("node-001")
+    world.label("node-001", {MIG_DESIRED_LABEL: None})
+    world.run(900.0)
+    world.smoke_failing.discard("node-001")
+    world.human_patch("node-001", {"metadata": {"annotations": {RETRY_ANNOTATION: "reseated the GPU"}}})
+    world.run(900.0)
+
+
+_DECLARED = {
+    "a100": {
+        "driver_version": "580.95.05",
+        "driver_image": "nvcr.io/nvidia/driver:580.95.05",
+        "owner": "gpu-platform-a100",
+        "mig_config": "all-1g.10gb",
+        "mig_resources": {"nvidia.com/mig-1g.10gb": 56},
+    }
+}
+
+
+def _proof_world() -> World:
+    settings = {"declarations": _DECLARED, "cordon_on_proof_failure": True}
+    return World(nodes=1, flow="mig", start_layout="all-1g.10gb", pods_per_node=0, settings=settings)
+
+
 SCENARIOS: dict[str, tuple[Callable[[], World], Callable[[World], None]]] = {
     "hand-over": (lambda: World(nodes=3, budget="1", settings={"recheck_seconds": 600}), _handover),
     "mig-rollout": (lambda: World(nodes=3, flow="mig", budget="1"), _mig_rollout),
@@ -197,6 +227,7 @@ SCENARIOS: dict[str, tuple[Callable[[], World], Callable[[World], None]]] = {
     "mig-pending-taint": (lambda: World(nodes=1, flow="mig", start_layout="all-1g.10gb"), _mig_pending_taint),
     "operator-note": (lambda: World(nodes=1, flow="mig", budget="1"), _operator_note),
     "retry": (lambda: World(nodes=2, budget="2", operator_budget=2), _retry),
+    "cuda-proof": (_proof_world, _cuda_proof),
 }
 
 
@@ -238,6 +269,9 @@ def effects(request: Request) -> set[str]:
     was, now = bool(old["spec"].get("unschedulable")), bool(new["spec"].get("unschedulable"))
     if now != was:
         found.add("cordon" if now else "uncordon")
+    old_labels = old["metadata"].get("labels") or {}
+    if now and not was and not (old_labels.get(MIG_DESIRED_LABEL) or old_labels.get(HOST_DRIVER_REMOVAL_LABEL)):
+        found.add("cordon:cuda-proof-failed")  # a node no flow applies to: only with its proof's failure
     desired = (old["metadata"].get("labels") or {}).get(MIG_DESIRED_LABEL)
     for key, (before, after) in _label_changes(request).items():
         if key == MIG_LABEL:
@@ -278,6 +312,7 @@ GATED_WRITES = {
     f"{RETRY_ANNOTATION}-",
     f"{operator.UPGRADE_INITIAL_STATE_ANNOTATION}-",
     "smoke-pod",
+    "cordon:cuda-proof-failed",
 }
 
 
@@ -412,6 +447,16 @@ NODE_DENIALS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
         {"spec": {"unschedulable": True}},
         "may cordon only a node a flow applies to",
     ),
+    "4d cordons a GPU node of a pool it does not maintain with another failure's reason": (
+        OTHER_GPU,
+        {"spec": {"unschedulable": True}, "metadata": {"labels": {STATE_LABEL: "failed", REASON_LABEL: "mig-failed"}}},
+        "may cordon only a node a flow applies to",
+    ),
+    "4e cordons a GPU node of a pool it does not maintain with the proof's reason but not failed": (
+        OTHER_GPU,
+        {"spec": {"unschedulable": True}, "metadata": {"labels": {REASON_LABEL: "cuda-proof-failed"}}},
+        "may cordon only a node a flow applies to",
+    ),
     "5 writes gpu.deploy.driver on a node of no hand-over pool": (
         OTHER_GPU,
         {"metadata": {"labels": {GPU_DEPLOY_DRIVER_LABEL: "true"}}},
@@ -498,6 +543,13 @@ NODE_ALLOWED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"metadata": {"labels": {STATE_LABEL: "idle"}, "annotations": {REQUEST_ANNOTATION: None}}},
     ),
     "an uncordon of a GPU node of another pool": (OTHER_GPU, {"spec": {"unschedulable": False}}),
+    "a GPU node of another pool cordoned as its CUDA proof fails (cordonOnProofFailure)": (
+        OTHER_GPU,
+        {
+            "spec": {"unschedulable": True},
+            "metadata": {"labels": {STATE_LABEL: "failed", REASON_LABEL: "cuda-proof-failed"}},
+        },
+    ),
 }
 
 

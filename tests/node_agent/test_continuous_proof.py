@@ -4,8 +4,10 @@ counted in the ``/metrics`` gauges.
 
 The world is the simulated one (``tests/node_agent/sim``): the real controller against the simulated API server,
 with the GPU Operator's driver DaemonSet (its ControllerRevisions, OnDelete pods that turn Ready after their
-startup probe), mig-manager and the device plugin. The kubelet's Ready condition and GPU Feature Discovery's version
-label are not modelled there: ``_kubelet_and_gfd`` writes them as those actors would, straight to the store.
+startup probe), mig-manager and the device plugin; with ``declarations`` in its settings it also plays the kubelet's
+Ready condition and GPU Feature Discovery's version label, and ``_kubelet_and_gfd`` writes them (or another version)
+straight to the store where a test sets them itself. The CUDA half (the smoke pod once per node identity) has its
+own scenarios in ``test_cuda_proof.py``; here it runs and passes on every healthy node.
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@
 Each example is one world (``tests/node_agent/sim``) with the real controller (two replicas) and executors, and a
 script drawn by Hypothesis: replica pauses, each replica's clock skewed from the API server's, state labels and
 records edited or removed by hand, cordons by people, API faults at every call, the GPU Operator's driver
-upgrade mid-rollout, mig-manager pods restarting. The world checks the eight invariants at every write (I1 and I7
-the budget, shared with the operator; I8 no write without leadership; I2 no node the controller cordoned left
-cordoned at the end; I5 every node done, idle or failed/waiting with a reason, ...); a finished run must have
-none. ``make test`` draws the same examples on every run (``tests/properties.py``); ``make fuzz`` draws twenty
-times as many at random.
+upgrade mid-rollout, mig-manager pods restarting, nodes the autoscaler adds and nodes the cloud recreates under
+the same name; with the continuous proof on, so every node is also CUDA-proven within the budget. The world
+checks the nine invariants at every write (I1 and I7 the budget, shared with the operator; I8 no write without
+leadership; I9 a CUDA proof only in a slot of the budget; I2 no node the controller cordoned left cordoned at the
+end; I5 every node done, idle or failed/waiting with a reason, ...); a finished run must have none. ``make test``
+draws the same examples on every run (``tests/properties.py``); ``make fuzz`` draws twenty times as many at random.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from hypothesis import strategies as st
 
 from components.catalog.node_agent import RECORD_ANNOTATION, SLOT_STATES, STATE_LABEL, State
 from tests.node_agent.invariants import assert_sound
-from tests.node_agent.sim.world import World
+from tests.node_agent.sim.actors import LAYOUTS, OperatorDriver
+from tests.node_agent.sim.world import POOL, World
 from tests.properties import examples
 
 NODES = 20
 BUDGET = 3
 NEW_DRIVER = "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04"
+VERSION = "580.95.05"  #: the version of the operator's driver image the world starts with (OperatorDriver.IMAGE)
+LAYOUT = "all-1g.10gb"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ EVENT = st.builds(
             "uncordon-if-idle",
             "driver-upgrade",
             "mig-manager-restart",
+            "join",
+            "replace",
         ]
     ),
     node=st.integers(min_value=0, max_value=NODES - 1),
@@ -84,10 +90,21 @@ def _apply(world: World, event: Event) -> None:
         world.driver.set_image(NEW_DRIVER)
     elif event.kind == "mig-manager-restart":
         world.mig.restarted(name)
+    elif event.kind == "join":  # the autoscaler adds a node: its flow, then its CUDA proof
+        world.add_node(f"node-{len(world.hosts):03d}")
+    elif event.kind == "replace":  # the cloud recreates the node under the same name: a new UID, a fresh host
+        world.recreate(name)
 
 
 def run_script(seed: int, flow: str, fault_rate: float, skews: tuple[float, float], script: list[Event]) -> None:
     """One interleaving: the world, two replicas, the script; every invariant at every write, then at the end."""
+    declared: dict[str, Any] = {
+        "driver_version": VERSION,
+        "driver_image": f"nvcr.io/nvidia/driver:{VERSION}",
+        "owner": OperatorDriver.OWNER,
+    }
+    if flow == "mig":
+        declared.update(mig_config=LAYOUT, mig_resources=LAYOUTS[LAYOUT])
     world = World(
         nodes=NODES,
         flow=flow,
@@ -96,6 +113,8 @@ def run_script(seed: int, flow: str, fault_rate: float, skews: tuple[float, floa
         seed=seed,
         fault_rate=fault_rate,
         controller_skew=skews[0],
+        target_layout=LAYOUT,
+        settings={"declarations": {POOL: declared}},  # the continuous proof, CUDA proofs included, runs too
     )
     world.add_replica("controller-1", skew=skews[1])
     for event in sorted(script, key=lambda item: item.at):
@@ -111,6 +130,7 @@ def run_script(seed: int, flow: str, fault_rate: float, skews: tuple[float, floa
         if world.state(name) not in (State.DONE, State.IDLE, State.FAILED, State.WAITING_SLOT)
     }
     assert unfinished == {}
+    assert [key for key in world.api.store["pods"] if "-proof" in key] == []  # every CUDA-proof pod cleaned up
 
 
 @settings(max_examples=examples(12))
@@ -140,6 +160,15 @@ FOUND = {
         0.0,
         (-300.0, -300.0),
         [Event(0.0, "pause-leader", 0, 5.0), Event(0.0, "cordon", 0, 5.0), Event(1079.0, "driver-upgrade", 0, 5.0)],
+    ),
+    # With the continuous proof on: a node's first proof record after its hand-over, written in the same pass before
+    # the pool hold's skip label, made that label's write a conflict; the operator took the node meanwhile (I7).
+    "proof-record-before-the-pool-hold": (
+        1596,
+        "driver",
+        0.0,
+        (-300.0, -300.0),
+        [Event(332.0, "driver-upgrade", 0, 5.0)],
     ),
 }
 

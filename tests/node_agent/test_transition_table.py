@@ -2,7 +2,7 @@
 
 Code -> table: the controller's ``move`` refuses any move the table does not list (``UndeclaredTransition``), and
 every world checks each move it sees against the table. Table -> code: running the named scenarios of the fault,
-stranding and cooperation tests in one process, the controller makes every move the table lists; a row no
+stranding, cooperation and CUDA-proof tests in one process, the controller makes every move the table lists; a row no
 scenario reaches is either dead (delete it) or untested (add the scenario).
 """
 
@@ -18,14 +18,14 @@ import pytest
 from components.catalog.node_agent import TRANSITIONS, State
 from components.node_agent.agent.controller.decisions.writes import UndeclaredTransition, check_transition
 from components.node_agent.agent.controller.view import NodeView
-from tests.node_agent import test_faults, test_operator_cooperation, test_stranded, test_table_rows
+from tests.node_agent import test_cuda_proof, test_faults, test_operator_cooperation, test_stranded, test_table_rows
 from tests.node_agent.sim import world as sim_world
 
 
 def _scenarios() -> list[tuple[Callable[..., Any], dict[str, Any]]]:
     """Every test function of the three scenario modules, once per combination of its parameters."""
     found: list[tuple[Callable[..., Any], dict[str, Any]]] = []
-    for module in (test_faults, test_stranded, test_operator_cooperation, test_table_rows):
+    for module in (test_faults, test_stranded, test_operator_cooperation, test_table_rows, test_cuda_proof):
         for name, function in sorted(vars(module).items()):
             if not name.startswith("test_") or not inspect.isfunction(function):
                 continue

@@ -255,6 +255,27 @@ def scenarios(smoke_job: str = "gpu-smoke-a100-gpu", smoke_namespace: str = "gpu
             name="a node proven within 15 minutes, one in maintenance, one failed",
         ),
         Scenario(
+            "GpuNodeDrifting",
+            [
+                # A new node: its driver pod starts (drifting), then its evidence passes and it waits for its CUDA
+                # proof (unproven) for ten minutes, then the proof passes: never 15 minutes in a row.
+                (_fleet("a100", "drifting"), "0 1x3 0x26"),
+                (_fleet("a100", "unproven"), "0x3 1x10 0x17"),
+                (_fleet("a100", "conformant"), "2x13 3x17"),
+            ],
+            "20m",
+            name="a new node drifts while its driver starts, then waits ten minutes for its CUDA proof",
+        ),
+        Scenario(
+            "GpuNodeDrifting",
+            # Its evidence passes, but its CUDA proof waits (a halted pool, no free device) for good.
+            [(_fleet("a100", "unproven"), "0 1x30"), (_fleet("a100", "conformant"), "2x30")],
+            "20m",
+            [{"pool": "a100"}],
+            "1",
+            "a node whose CUDA proof never comes stays unproven",
+        ),
+        Scenario(
             "GpuSmokeJobFailed",
             [
                 (

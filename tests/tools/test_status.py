@@ -92,8 +92,28 @@ def driver_pod(node: str, image: str, ready: bool = True) -> Obj:
     }
 
 
-def proof(result: str = "passed", driver: str | None = None, mig: str | None = None, reason: str = "") -> str:
-    return json.dumps({"result": result, "at": "2026-11-30T09:00:00Z", "reason": reason, "driver": driver, "mig": mig})
+def proof(
+    result: str = "passed",
+    driver: str | None = None,
+    mig: str | None = None,
+    reason: str = "",
+    node: str | None = None,
+    cuda: str = "passed",
+    cuda_reason: str = "",
+    boot_id: str = "",
+) -> str:
+    """A proof record as the controller writes it; ``node``: its CUDA part is about that node (``make_node``'s UID)."""
+    record: dict[str, Any] = {
+        "result": result,
+        "at": "2026-11-30T09:00:00Z",
+        "reason": reason,
+        "driver": driver,
+        "mig": mig,
+    }
+    if node is not None:
+        record["cuda"] = {"uid": f"uid-{node}", "boot_id": boot_id, "result": cuda, "at": "2026-11-30T09:00:00Z",
+                          "reason": cuda_reason, "driver": driver, "mig": mig}  # fmt: skip
+    return json.dumps(record)
 
 
 @dataclass
@@ -123,7 +143,7 @@ def conformant(pool: PoolDeclaration, name: str) -> tuple[Obj, list[Obj]]:
     if pool.mig_config:
         labels[MIG_CONFIG_LABEL] = pool.mig_config
         labels[agent.MIG_STATE_LABEL] = agent.MIG_STATE_SUCCESS
-    annotations = {PROOF_ANNOTATION: proof(driver=driver.version, mig=pool.mig_config)}
+    annotations = {PROOF_ANNOTATION: proof(driver=driver.version, mig=pool.mig_config, node=name)}
     node = make_node(name, labels, allocatable=dict(pool.resources), annotations=annotations)
     pods = [driver_pod(name, f"{driver.image}ubuntu22.04")] if driver.owner == "operator" else []
     return node, pods
@@ -226,7 +246,25 @@ def dev_fleet(dev: Declaration) -> list[Member]:
         "proof: the last proof failed at 2026-11-30T09:00:00Z: vectorAdd exited 1",
         annotations={PROOF_ANNOTATION: proof("failed", "595.91.07", "all-1g.10gb", "vectorAdd exited 1")})  # fmt: skip
     add("v100", "v100-stale-proof", "unknown", "proof: the last proof was of driver 570.172.08, declared 580.95.05",
-        annotations={PROOF_ANNOTATION: proof(driver="570.172.08")})  # fmt: skip
+        annotations={PROOF_ANNOTATION: proof(driver="570.172.08", node="v100-stale-proof")})  # fmt: skip
+    # The CUDA half of the continuous proof (the controller's smoke pod on each node as it is now).
+    halted = "the pool v100 is halted by v100-7 (uninstall-failed): no new node is proven until it is cleared"
+    add("v100", "v100-cuda-waiting", "unknown",
+        f"proof: not proven with CUDA yet (waiting at 2026-11-30T09:00:00Z): {halted}",
+        annotations={PROOF_ANNOTATION: proof(driver="580.95.05", node="v100-cuda-waiting", cuda="waiting",
+                                             cuda_reason=halted)})  # fmt: skip
+    add("v100", "v100-cuda-running", "unknown", "proof: its CUDA proof is running",
+        labels={agent.STATE_LABEL: "proving"}, annotations={PROOF_ANNOTATION: proof(driver="580.95.05")})  # fmt: skip
+    add("v100", "v100-evidence-only", "unknown", "proof: no CUDA proof of this node yet",
+        annotations={PROOF_ANNOTATION: proof(driver="580.95.05")})  # fmt: skip
+    # Rebooted (or a VM replaced under the same Node object): its last CUDA proof was of an earlier boot.
+    add("v100", "v100-rebooted", "unknown", "proof: the last CUDA proof at 2026-11-30T09:00:00Z was of an earlier boot",
+        annotations={PROOF_ANNOTATION: proof(driver="580.95.05", node="v100-rebooted", boot_id="boot-1")})  # fmt: skip
+    failed_smoke = "smoke pod node-agent-smoke-uid-a100-cuda-failed-proof1-0 failed: container smoke exited 9 (Error)"
+    add("a100", "a100-cuda-failed", "failed", "maintenance: the node agent failed it (cuda-proof-failed)",
+        labels={agent.STATE_LABEL: "failed", agent.REASON_LABEL: "cuda-proof-failed"},
+        annotations={PROOF_ANNOTATION: proof(driver="595.91.07", mig="all-1g.10gb", node="a100-cuda-failed",
+                                             cuda="failed", cuda_reason=failed_smoke)})  # fmt: skip
     # A GPU node of a group the stack no longer declares; and a CPU node (not a GPU node: not listed).
     leftover = make_node(
         "t4-leftover",
@@ -566,7 +604,7 @@ def test_an_expired_continue_token_lists_again_from_the_start(
 def test_unknown_stack_and_no_kubeconfig_exit_2(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["nope"], now=NOW) == 2
     assert capsys.readouterr().err.startswith(
-        "error: no stack file Pulumi.nope.yaml; stacks in this project: dev, prod"
+        "error: no stack file Pulumi.nope.yaml; stacks in this project: dev, existing, prod"
     )
     assert main(["dev"], now=NOW) == 2  # no --kubeconfig, no KUBECONFIG, no ~/.kube/config, not in a pod
     assert capsys.readouterr().err == (

@@ -18,8 +18,9 @@ A verdict is decided by the most serious finding, in this order:
   the advertised GPU resources, a cordon nobody holds, a GPU node of no declared pool, a declared bare-metal host
   that is not in the cluster;
 - ``unknown``: nothing differs, but something the verdict needs is missing: no proof of the node (a pool the stack
-  proves), a proof of another driver or layout, no driver version from GPU Feature Discovery, driver pods that
-  cannot be listed;
+  proves), a proof of another driver or layout, evidence that passes with no CUDA proof of the node as it is now (its
+  UID and boot ID: one waiting for its slot, given back, running, or of an earlier boot), no driver version from GPU
+  Feature Discovery, driver pods that cannot be listed;
 - ``conformant``: none of the above.
 """
 
@@ -78,6 +79,17 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Cuda:
+    """The CUDA proof in the node's proof record (its ``cuda`` part): which node it is about, and its result."""
+
+    uid: str
+    boot_id: str
+    result: str  #: passed, failed, waiting (for a slot, or a halted pool), deferred (given back)
+    at: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Proof:
     """The node's proof record, as read."""
 
@@ -86,6 +98,7 @@ class Proof:
     reason: str | None = None
     driver: str | None = None
     mig: str | None = None
+    cuda: Cuda | None = None  #: the CUDA proof the controller last decided on the node (None: never)
 
     def age(self, now: datetime) -> float | None:
         """Seconds since ``at`` on this machine's clock (None: no time); shown, never used to decide."""
@@ -126,6 +139,8 @@ class NodeStatus:
     maintenance_detail: str | None = None
     upgrade_state: str | None = None
     proof: Proof = field(default_factory=lambda: Proof("none"))
+    uid: str = ""  #: the Node's ``metadata.uid`` and ``status.nodeInfo.bootID``: the identity a CUDA proof is about
+    boot_id: str = ""
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -177,11 +192,21 @@ def read_proof(annotations: Mapping[str, str]) -> Proof:
     if not isinstance(data, dict) or data.get("result") not in ("passed", "failed"):
         return Proof("unreadable", reason="no result passed or failed")
 
-    def text(key: str) -> str | None:
-        value = data.get(key)
+    def text(key: str, where: dict[str, Any] = data) -> str | None:
+        value = where.get(key)
         return str(value) if value not in (None, "") else None
 
-    return Proof(str(data["result"]), text("at"), text("reason"), text("driver"), text("mig"))
+    part = data.get("cuda")
+    cuda = None
+    if isinstance(part, dict) and part.get("result"):
+        cuda = Cuda(
+            str(part.get("uid") or ""),
+            str(part.get("boot_id") or ""),
+            str(part["result"]),
+            text("at", part),
+            text("reason", part),
+        )
+    return Proof(str(data["result"]), text("at"), text("reason"), text("driver"), text("mig"), cuda)
 
 
 def _observe(node: Mapping[str, Any], here: list[dict[str, Any]]) -> NodeStatus:
@@ -206,6 +231,8 @@ def _observe(node: Mapping[str, Any], here: list[dict[str, Any]]) -> NodeStatus:
         maintenance_detail=annotations.get(agent.DETAIL_ANNOTATION) or None,
         upgrade_state=labels.get(operator.UPGRADE_STATE_LABEL) or None,
         proof=read_proof(annotations),
+        uid=str(metadata.get("uid") or ""),
+        boot_id=str(((node.get("status") or {}).get("nodeInfo") or {}).get("bootID") or ""),
     )
     status.driver_pods = len(here)
     if here:
@@ -346,8 +373,8 @@ _KNOWN_STATES: Final = frozenset(state.value for state in agent.State)
 def _maintenance(status: NodeStatus) -> None:
     state, reason = status.maintenance_state, status.maintenance_reason
     because = f" ({reason})" if reason else ""
-    if state is None or state in (agent.State.IDLE, agent.State.DONE):
-        pass
+    if state is None or state in (agent.State.IDLE, agent.State.DONE, agent.State.PROVING):
+        pass  # (proving: its CUDA proof runs, not cordoned; the proof's finding says so)
     elif state not in _KNOWN_STATES:
         status.add("maintenance", Verdict.UNKNOWN, f"the node agent's state {state} is not one this tool knows", True)
     elif state == agent.State.FAILED:
@@ -394,6 +421,27 @@ def _proof(status: NodeStatus, pool: PoolDeclaration) -> None:
             status.add(
                 "proof", Verdict.UNKNOWN, f"the last proof was of MIG config {proof.mig}, declared {pool.mig_config}"
             )
+        _cuda(status)
+
+
+def _cuda(status: NodeStatus) -> None:
+    """The evidence passed: the node is proven only once a CUDA proof of it as it is now (its UID and boot ID)
+    passed, as the controller's gauges count it (``unproven`` until then)."""
+    cuda = status.proof.cuda
+    mine = cuda is not None and (cuda.uid, cuda.boot_id) == (status.uid, status.boot_id)
+    when = f" at {cuda.at}" if cuda is not None and cuda.at else ""
+    why = f": {cuda.reason}" if cuda is not None and cuda.reason else ""
+    if status.maintenance_state == agent.State.PROVING:
+        status.add("proof", Verdict.UNKNOWN, "its CUDA proof is running (the node agent's smoke pod on it)")
+    elif cuda is None:
+        status.add("proof", Verdict.UNKNOWN, "no CUDA proof of this node yet: its evidence passed, no CUDA pod ran")
+    elif not mine:
+        other = "another node under this name" if cuda.uid != status.uid else "an earlier boot of this node"
+        status.add("proof", Verdict.UNKNOWN, f"the last CUDA proof{when} was of {other}: not proven as it is now")
+    elif cuda.result == "failed":
+        status.add("proof", Verdict.FAILED, f"the CUDA proof failed{when}{why}")
+    elif cuda.result != "passed":
+        status.add("proof", Verdict.UNKNOWN, f"not proven with CUDA yet ({cuda.result}{when}){why}")
 
 
 def judge(

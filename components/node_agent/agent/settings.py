@@ -7,9 +7,11 @@ and a controller that disagree must not pass silently.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
+
+from components.catalog.names import GPU_OPERATOR_NAMESPACE
+from components.catalog.node_agent import pool_budget
 
 #: The RuntimeClass the GPU Operator installs when the chart's ``operator.runtimeClass`` is left as it is: the chart's
 #: default (gpu-operator v26.7.0 ``deployments/gpu-operator/values.yaml`` ``operator.runtimeClass: nvidia``), which is
@@ -39,7 +41,7 @@ class Settings:
     #: How often a handed-over node is inspected again (a host driver that comes back is caught).
     recheck_seconds: float = 3600.0
     #: The operator's namespace (its driver pods run there).
-    operator_namespace: str = "gpu-operator"
+    operator_namespace: str = GPU_OPERATOR_NAMESPACE
     #: The MIG resources a node should advertise, by node group (or bare-metal node name): name -> count,
     #: or names only (then every named resource must be advertised, and no other NVIDIA resource).
     mig_resources: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -48,6 +50,12 @@ class Settings:
     #: ``owner`` (the NVIDIADriver; "" with the ClusterPolicy's driver), each "" where the hosts own the driver, and
     #: ``mig_config`` with ``mig_resources`` where the program re-partitions the pool. A pool not here is not proven.
     declarations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: A node whose CUDA proof fails is also cordoned (``nodeAgent.cordonOnProofFailure``); by default it is only
+    #: recorded failed, with the reason, and the alert tells (docs/node-agent.md, "Continuous proof").
+    cordon_on_proof_failure: bool = False
+    #: A CUDA proof given back before it could finish (no free device on the node, the GPU Operator took the node) is
+    #: tried again once this replica has seen that record for this long (its own clock).
+    proof_retry_seconds: float = 600.0
     #: Leader election: how long a leader's Lease lasts without renewal.
     leader_lease_seconds: float = 30.0
     #: The RuntimeClass of the smoke pods: the one the GPU Operator installs ("" where it installs none: its NRI
@@ -75,7 +83,4 @@ class Settings:
 
     def budget(self, live_nodes: int) -> int:
         """Slots for a pool with ``live_nodes`` nodes now: a percentage rounds up; at least one node."""
-        text = self.max_unavailable.strip()
-        if text.endswith("%"):
-            return max(1, math.ceil(live_nodes * int(text[:-1]) / 100))
-        return max(1, int(text))
+        return pool_budget(self.max_unavailable.strip(), live_nodes)

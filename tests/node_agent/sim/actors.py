@@ -27,6 +27,7 @@ from components.catalog.node_agent import (
     SMOKE_LABEL,
     UNSCHEDULABLE_TAINT,
 )
+from components.catalog.nvidia_driver import GFD_DRIVER_VERSION_LABEL
 from components.node_agent.agent import objects
 from tests.node_agent.sim.api import clone
 
@@ -91,15 +92,39 @@ class Kubelet:
             return
         body = clone(pod)
         if objects.labels(pod).get(SMOKE_LABEL):
-            resource = next(iter(pod["spec"]["containers"][0]["resources"]["limits"]))
-            free = int(str(self.world.node(node)["status"]["allocatable"].get(resource, "0")))
-            body["status"] = {"phase": "Succeeded" if free > 0 and not self.world.smoke_fails(node) else "Failed"}
+            body["status"] = self._smoke(key, pod, node)
         elif objects.labels(pod).get(DRIVER_POD_LABEL[0]) == DRIVER_POD_LABEL[1]:
             self.world.driver.started(key, body)
             return
         else:
             body["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         self.world.api.put("pods", key, body)
+
+    def _smoke(self, key: str, pod: dict[str, Any], node: str) -> dict[str, Any]:
+        """A smoke pod's end. The kubelet admits a pod bound by ``nodeName`` only if the node has the resource free
+        (pkg/kubelet/lifecycle/predicate.go ``generalFilter``: allocatable less what the running pods hold, else the
+        pod fails with reason ``OutOf<resource>`` and "Pod was rejected: Node didn't have enough resource: ..."); then
+        ``nvidia-smi -L`` exits 0, or 9 where the node's driver is broken (``smoke_fails``)."""
+        resource = next(iter(pod["spec"]["containers"][0]["resources"]["limits"]))
+        capacity = int(str(self.world.node(node)["status"]["allocatable"].get(resource, "0")))
+        used = sum(
+            int(str(((c.get("resources") or {}).get("limits") or {}).get(resource, 0)))
+            for other in self.world.pods_on(node)
+            if pod_key(other) != key and (other.get("status") or {}).get("phase") == "Running"
+            for c in (other.get("spec") or {}).get("containers") or []
+        )
+        if capacity - used < 1:
+            message = (
+                f"Pod was rejected: Node didn't have enough resource: {resource}, requested: 1, used: {used}, "
+                f"capacity: {capacity}"
+            )
+            return {"phase": "Failed", "reason": f"OutOf{resource}", "message": message}
+        if self.world.smoke_fails(node):
+            # nvidia-smi exits 9 when it cannot talk to the driver; with the default terminationMessagePolicy (File)
+            # and nothing written to /dev/termination-log, the kubelet reports no message, only the code and "Error".
+            ended = {"exitCode": 9, "reason": "Error"}
+            return {"phase": "Failed", "containerStatuses": [{"name": "smoke", "state": {"terminated": ended}}]}
+        return {"phase": "Succeeded"}
 
 
 class Scheduler:
@@ -467,6 +492,11 @@ class OperatorDriver:
         body = clone(pod)
         body["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
         self.world.api.put("pods", key, body)
+        if self.world.declared:
+            # GPU Feature Discovery labels the version of the driver now loaded (gpu-feature-discovery
+            # ``nvidia.com/cuda.driver-version.full``): the image's tag, ``<version>-<os>``.
+            version = str(body["spec"]["containers"][0]["image"]).rsplit(":", 1)[-1].split("-")[0]
+            self.world.label(body["spec"]["nodeName"], {GFD_DRIVER_VERSION_LABEL: version})
 
 
 def is_operator_gpu_pod(pod: dict[str, Any]) -> bool:

@@ -15,7 +15,13 @@ checked, and each violation is recorded with its invariant's name:
   operator takes a node away (cordon, or the operator's upgrade states), the pool's unavailable nodes (held by
   either, cordoned, or down) are no more than the budget; and the operator never deletes the controller's pods;
 - I8 no write without leadership: every Node or node-Lease write of a controller replica is made while that
-  replica holds the leader Lease.
+  replica holds the leader Lease;
+- I9 the CUDA proof of a node takes a slot of its pool's budget: it starts (state ``proving``) only within the budget,
+  never in a halted pool and never with a cordon, and its smoke pods are created only on a node in ``proving``.
+
+With ``declarations`` in the settings (the continuous proof), the world also plays the kubelet's Ready condition
+(True while the node is up) and GPU Feature Discovery's driver version label (written when the operator's driver
+pod turns Ready): the evidence the proof reads.
 """
 
 from __future__ import annotations
@@ -108,6 +114,7 @@ class Metrics:
     max_in_maintenance: int = 0
     max_unavailable: int = 0  #: the most nodes of a pool away at once, by any actor (I7)
     admissions: int = 0
+    proofs: int = 0  #: CUDA proofs started (moves to ``proving``)
     admitting_passes: int = 0
     transitions: set[tuple[str, str]] = field(default_factory=set)
     #: Virtual slots: an admitted node takes the lowest free index, frees it when it leaves maintenance.
@@ -176,6 +183,8 @@ class World:
         self.mig = MigManager(self)
         self.plugin = DevicePlugin(self)
         self.api.watchers.append(self._watch)
+        #: The continuous proof runs: the kubelet's Ready condition and GFD's version label are played too.
+        self.declared = bool((settings or {}).get("declarations"))
         base = {
             "max_unavailable": budget,
             "mig_layout": flow == "mig",
@@ -237,11 +246,11 @@ class World:
         host.gpu_busy = functools.partial(self._busy, name)
         host.on_reboot = functools.partial(self.at, 1.0, functools.partial(self.reboot, name))
         self.hosts[name] = host
-        self.api.put(
-            "nodes",
-            name,
-            {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": {"allocatable": allocatable}},
-        )
+        status: dict[str, Any] = {"allocatable": allocatable}
+        if self.declared:
+            status["conditions"] = [{"type": "Ready", "status": "True"}]
+            status["nodeInfo"] = {"bootID": self.boot_id(name)}
+        self.api.put("nodes", name, {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": status})
         self.executors[name] = Executor(
             Client(self.api, f"executor:{name}", NAMESPACE),
             host,
@@ -273,13 +282,14 @@ class World:
             waited += 60.0
             if self.settled():
                 self.run(60.0)
-                break
+                if not self.declared or self.settled():  # a CUDA proof may start once a flow is done
+                    break
         self.check_end()
 
     def settled(self) -> bool:
         for node in self.api.store["nodes"].values():
             state = objects.labels(node).get(STATE_LABEL, "idle")
-            if state in SLOT_STATES:
+            if state in SLOT_STATES or state == State.PROVING:
                 return False
             if state == State.WAITING_SLOT and objects.labels(node).get(REASON_LABEL) != Reason.ROLLOUT_HALTED:
                 return False
@@ -354,6 +364,8 @@ class World:
         if kind == "nodes" and new is None:
             self.cordoned_by_controller.discard(key)
         if kind == "pods":
+            if caller == "controller" and old is None and new is not None:
+                self._check_proof_pod(key, new)
             self.kubelet.on_pod(key, old, new)
             self.replica_sets.on_pod(key, old, new)
             self.daemon_sets.on_pod(key, old, new)
@@ -408,6 +420,8 @@ class World:
                 self.metrics.violate("I4", f"{name}: a touched node moved to {after}")
         if before not in SLOT_STATES and after in SLOT_STATES:
             self._admitted(name, new)
+        if before != State.PROVING and after == State.PROVING:
+            self._proof_started(name, old, new)
         if before in SLOT_STATES and after not in SLOT_STATES:
             self.metrics.slots.pop(name, None)
         if before != State.SMOKE_TESTING and after == State.SMOKE_TESTING:
@@ -491,6 +505,31 @@ class World:
         budget = self.budget(pool)
         if count > budget:
             self.metrics.violate("I1", f"{name}: {count} nodes of {pool} in maintenance, budget {budget}")
+
+    def _proof_started(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """I9: a CUDA proof starts within its pool's budget (its Lease, created first, counts), never in a halted pool,
+        never with a cordon."""
+        pool = self.pool_of(new)
+        self.metrics.proofs += 1
+        if self.halted(pool):
+            self.metrics.violate("I9", f"{name}: its CUDA proof started while {pool} is halted")
+        count = self.in_maintenance(pool)
+        self.metrics.max_in_maintenance = max(self.metrics.max_in_maintenance, count)
+        if count > self.budget(pool):
+            self.metrics.violate(
+                "I9", f"{name}: its CUDA proof made {count} slots of {pool} taken, budget {self.budget(pool)}"
+            )
+        if bool((new.get("spec") or {}).get("unschedulable")) != bool((old.get("spec") or {}).get("unschedulable")):
+            self.metrics.violate("I9", f"{name}: its cordon changed as its CUDA proof started")
+
+    def _check_proof_pod(self, key: str, pod: dict[str, Any]) -> None:
+        """I9: a CUDA proof's smoke pod is created only on a node in ``proving``."""
+        if "-proof" not in objects.name(pod):
+            return
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        state = objects.labels(self.api.store["nodes"].get(node) or {}).get(STATE_LABEL, "idle")
+        if state != State.PROVING:
+            self.metrics.violate("I9", f"{key}: a CUDA proof's pod created on {node}, which is {state}")
 
     def _check_lease_write(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if old is None and new is not None:
@@ -647,6 +686,7 @@ class World:
         if node in self.down:
             return
         self.down.add(node)
+        self._set_ready(node, False)
         self.mig.restarted(node)
         for pod in self.pods_on(node):
             self.api.put("pods", f"{pod['metadata'].get('namespace', '')}/{objects.name(pod)}", None)
@@ -657,10 +697,27 @@ class World:
         if node not in self.api.store["nodes"]:
             return
         self.hosts[node].booted()
+        self._set_ready(node, True)
         self.daemon_sets.node_up(node)
         self.driver.ensure(node)
         self.plugin.publish(node)
         self._poll(node, self.timing.executor_poll)
+
+    def _set_ready(self, node: str, ready: bool) -> None:
+        """The kubelet's Ready condition (the node lifecycle controller's Unknown when it stops posting), where the
+        continuous proof reads it."""
+        current = self.api.store["nodes"].get(node)
+        if not self.declared or current is None:
+            return
+        body = clone(current)
+        body["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "Unknown"}]
+        if ready:
+            body["status"]["nodeInfo"] = {"bootID": self.boot_id(node)}  # the kubelet's, posted as it starts
+        self.api.put("nodes", node, body)
+
+    def boot_id(self, node: str) -> str:
+        """The host's ``/proc/sys/kernel/random/boot_id``, as the kubelet reports it in ``status.nodeInfo.bootID``."""
+        return self.hosts[node]._read("/proc/sys/kernel/random/boot_id").strip()
 
     def recreate(self, name: str) -> None:
         """The cloud deletes the node and creates a new one under the same name (a new UID, a fresh host)."""

@@ -40,6 +40,7 @@ from components.node_agent.agent.controller.actions import (
     PatchNode,
 )
 from components.node_agent.agent.controller.decisions.context import KNOWN_STATES, Context
+from components.node_agent.agent.controller.decisions.cuda import on_proving
 from components.node_agent.agent.controller.decisions.eviction import on_cordoned, on_evicting
 from components.node_agent.agent.controller.decisions.halts import (
     declaration_gone,
@@ -84,6 +85,8 @@ def decide(view: NodeView, work: Work, ctx: Context) -> list[Action]:
         if view.record is None:
             return unknown_state(view, ctx)
         return _in_maintenance(view, view.record, work, ctx)
+    if state == State.PROVING:
+        return on_proving(view, work, ctx)  # a slot, not maintenance: not cordoned, nothing changed on the node
     return outside_maintenance(view, work, ctx)
 
 

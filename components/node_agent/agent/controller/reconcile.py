@@ -26,6 +26,7 @@ from components.catalog.node_agent import (
     REQUEST_ANNOTATION,
     SETTINGS_CONFIG_MAP,
     SETTINGS_KEY,
+    SLOT_HOLDING_STATES,
     SLOT_STATES,
     SMOKE_LABEL,
     STATE_LABEL,
@@ -45,10 +46,19 @@ from components.node_agent.agent.controller.actions import (
 )
 from components.node_agent.agent.controller.decide import decide
 from components.node_agent.agent.controller.decisions.context import Context
+from components.node_agent.agent.controller.decisions.cuda import grant_proofs
 from components.node_agent.agent.controller.decisions.halts import orphan_lease_actions
-from components.node_agent.agent.controller.decisions.pool_hold import throttle
+from components.node_agent.agent.controller.decisions.pool_hold import busy_pools, holdable, throttle
 from components.node_agent.agent.controller.decisions.slots import wants_slot
-from components.node_agent.agent.controller.proving import metrics_text, prove
+from components.node_agent.agent.controller.proving import (
+    Judged,
+    cuda_of,
+    judge_fleet,
+    metrics_text,
+    prove,
+    waiting_reason,
+    wants_proof,
+)
 from components.node_agent.agent.controller.view import (
     NodeView,
     PoolView,
@@ -206,18 +216,34 @@ class Controller:
         views = build_views(nodes, pods, leases, settings.operator_namespace, sets, self.blocked, claims)
         pools = build_pools(views, leases, settings.budget)
         self.active = any(
-            view.state in SLOT_STATES or (view.request.get("id") and view.report.get("id") != view.request.get("id"))
+            view.state in SLOT_HOLDING_STATES
+            or (view.request.get("id") and view.report.get("id") != view.request.get("id"))
             for view in views
         )
         ages = self._ages(views, now)
         works = {view.name: self._work(view, settings, ages[view.uid].get("request", 0.0)) for view in views}
+        judged = self._judge(views, nodes, settings)
+        wanting = self._wanting(views, works, judged, ages, settings)
         granted = grant(views, works, pools)
+        proofs = grant_proofs(views, pools, wanting, granted)
+        busy = busy_pools(views, works, pools)
         blocked: set[str] = set()
         written: set[str] = set()  # nodes a decision patched this pass: their resourceVersion is no longer the view's
         for view in sorted(views, key=lambda item: item.name):
             if not view.pool:  # not a node of a managed pool: the controller may not write to it at all
                 continue
-            ctx = Context(settings, now, self.namespace, pools.get(view.pool), view.name in granted, ages[view.uid])
+            declared = judged[view.name][0] if view.name in judged else None
+            ctx = Context(
+                settings,
+                now,
+                self.namespace,
+                pools.get(view.pool),
+                view.name in granted,
+                ages[view.uid],
+                proof=view.name in proofs,
+                declaration=declared,
+                hold_operator=view.pool in busy and holdable(view),
+            )
             try:
                 actions = decide(view, works[view.name], ctx)
             except Exception as error:  # one node's unreadable data must not stop every pool
@@ -234,8 +260,19 @@ class Controller:
                 pool = pools[view.pool]
                 pools[view.pool] = replace(pool, halted_by=(*pool.halted_by, f"{view.name} ({halt})"))
                 granted -= {other.name for other in views if other.pool == view.pool and other.uid not in pool.holders}
-        self._prove(views, nodes, settings, now, written, blocked)
-        self.perform(throttle(views, works, pools), blocked)
+                proofs -= {other.name for other in views if other.pool == view.pool}
+        waiting = {
+            view.name: waiting_reason(view, pools.get(view.pool)) for view in views if view.name in wanting - proofs
+        }
+        # The operator held off the pools the controller works on, before the proof's records: a record written first
+        # would make the hold's write (computed from the same view) a conflict, and leave the node to the operator for
+        # a pass. Each write on its own: one conflict stops no other node's hold. (A node a decision wrote this pass
+        # is held at the next: its view is no longer current.)
+        holds = [action for action in throttle(views, works, pools) if getattr(action, "node", "") not in written]
+        for action in holds:
+            self.perform([action], blocked)
+        written |= {action.node for action in holds if isinstance(action, PatchNode)}
+        self._prove(views, judged, now, written, waiting, blocked)
         live = {view.uid for view in views}
         for lease in leases:
             self.perform(orphan_lease_actions(lease, live), blocked)
@@ -243,21 +280,51 @@ class Controller:
         self.blocked = blocked
         return True
 
+    def _judge(self, views: list[NodeView], nodes: list[dict[str, Any]], settings: Settings) -> Judged:
+        """The evidence of every node of a declared pool (``proving``), judged before the decisions: a node whose
+        evidence passes and whose identity is not CUDA-proven wants a slot for its proof."""
+        try:
+            return judge_fleet(views, {objects.name(node): node for node in nodes}, settings)
+        except Exception as error:  # the proof must never stop the rollouts
+            self.log.append(f"proof: not judged ({type(error).__name__}: {error})")
+            return {}
+
+    def _wanting(
+        self,
+        views: list[NodeView],
+        works: dict[str, Work],
+        judged: Judged,
+        ages: dict[str, dict[str, float]],
+        settings: Settings,
+    ) -> set[str]:
+        """The nodes that want their CUDA proof now (``proving.wants_proof``)."""
+        wanting: set[str] = set()
+        for view in views:
+            if view.name not in judged or not view.pool:
+                continue
+            try:
+                judgement = judged[view.name][1]
+                if wants_proof(view, works[view.name], judgement, ages[view.uid].get("proof", 0.0), settings):
+                    wanting.add(view.name)
+            except Exception as error:  # as in ``decide``: contained to the node
+                self.log.append(f"{view.name}: no proof decided ({type(error).__name__}: {error})")
+        return wanting
+
     def _prove(
         self,
         views: list[NodeView],
-        nodes: list[dict[str, Any]],
-        settings: Settings,
+        judged: Judged,
         now: float,
         written: set[str],
+        waiting: dict[str, str],
         blocked: set[str],
     ) -> None:
-        """The continuous proof of every node of a declared pool (``proving``): its record written where it changed
-        (each write on its own: one conflict stops no other), and the gauges counted."""
+        """The continuous proof's records (``proving``): the evidence, and why a node waits for its CUDA proof, written
+        where they changed (each write on its own: one conflict stops no other), and the gauges counted."""
         try:
-            proving = prove(views, {objects.name(node): node for node in nodes}, settings, now, written)
+            proving = prove(views, judged, now, written, waiting)
         except Exception as error:  # the proof must never stop the rollouts
-            self.log.append(f"proof: not judged ({type(error).__name__}: {error})")
+            self.log.append(f"proof: not recorded ({type(error).__name__}: {error})")
             return
         for patch in proving.patches:
             self.perform([patch], blocked)
@@ -278,7 +345,9 @@ class Controller:
         pods += self.api.list_namespaced_pods(self.namespace, SMOKE_LABEL)
         held = {lease_uid(lease) for lease in leases}
         for node in nodes:
-            if objects.labels(node).get(STATE_LABEL) in SLOT_STATES or objects.uid(node) in held:
+            state = objects.labels(node).get(STATE_LABEL)
+            if state in SLOT_STATES or (objects.uid(node) in held and state != State.PROVING):
+                # (a CUDA proof needs only its smoke pods, listed above: no list of its node's pods)
                 pods += self.api.list_pods_on(objects.name(node))
         unique = {(pod["metadata"].get("namespace", ""), objects.name(pod)): pod for pod in pods}
         return list(unique.values())
@@ -295,8 +364,9 @@ class Controller:
         for view in views:
             marks = {"request": str(view.request.get("id", ""))}
             if view.record is not None:
-                for mark in ("since", "step_at", "evicting_since"):
+                for mark in ("since", "step_at", "evicting_since", "proof_since"):
                     marks[mark] = repr(getattr(view.record, mark))
+            marks["proof"] = str(cuda_of(view).get("at", ""))  # a CUDA proof given back is tried again later
             ages[view.uid] = {}
             for mark, value in marks.items():
                 key = (view.uid, mark, value)
@@ -442,8 +512,8 @@ def dry_run(view: NodeView, actions: list[Action]) -> list[Action]:
 
 
 def smoke_cleanup(views: list[NodeView], pods: list[dict[str, Any]], namespace: str) -> list[Action]:
-    """Smoke pods of a node no longer smoke-testing (or gone) are deleted."""
-    testing = {view.uid for view in views if view.state == State.SMOKE_TESTING}
+    """Smoke pods of a node no longer smoke-testing or proving (or gone) are deleted."""
+    testing = {view.uid for view in views if view.state in (State.SMOKE_TESTING, State.PROVING)}
     return [
         DeletePod(namespace, objects.name(pod))
         for pod in pods

@@ -1,5 +1,6 @@
 """The smoke pods of a node in maintenance: one pod per MIG resource the node should advertise, each running
-``nvidia-smi -L`` on one device of it, before the node is given back.
+``nvidia-smi -L`` on one device of it, before the node is given back; the same pods prove a node that joined a pool
+or came back under a new identity (its CUDA proof, ``decisions/cuda.py``).
 
 Its own module: the pods the controller creates are what its admission policy
 (``components.node_agent.admission``, ``gpu-platform-node-agent-smoke-pods``) lets through and nothing more, so
@@ -24,6 +25,7 @@ from components.catalog.names import GPU_NODE_LABEL
 from components.catalog.node_agent import (
     AGENT_IMAGE,
     CONTROLLER_USER,
+    MIG_PENDING_TAINT_EFFECT,
     MIG_PENDING_TAINT_KEY,
     POOL_LABEL,
     SMOKE_LABEL,
@@ -40,12 +42,17 @@ SMOKE_NAME_PREFIX: Final = "node-agent-smoke-"
 #: The tolerations a smoke pod carries: the cordon, and the MIG-pending taint of a node still waiting for its layout.
 SMOKE_TOLERATIONS: Final = (
     (UNSCHEDULABLE_TAINT, "NoSchedule"),
-    (MIG_PENDING_TAINT_KEY, "NoSchedule"),
+    (MIG_PENDING_TAINT_KEY, MIG_PENDING_TAINT_EFFECT),
 )
 
 
 def smoke_name(view: NodeView, record: Record, index: int) -> str:
     return f"{SMOKE_NAME_PREFIX}{view.uid[:18]}-{record.attempt}-{index}"
+
+
+def proof_pod_name(view: NodeView, record: Record, index: int) -> str:
+    """The smoke pod of a node's CUDA proof (``decisions/cuda.py``): its own numbering, never a flow's pod's name."""
+    return f"{SMOKE_NAME_PREFIX}{view.uid[:18]}-proof{record.proof_attempt}-{index}"
 
 
 def smoke_pod(
@@ -55,9 +62,11 @@ def smoke_pod(
     resource: str,
     namespace: str,
     runtime_class: str = OPERATOR_RUNTIME_CLASS,
+    name: str = "",
 ) -> dict[str, Any]:
     """A pod bound to the node, asking for one device of ``resource``; Pod Security "restricted", no token, no
-    volumes, on the GPU Operator's ``runtime_class`` ("" where it installs none)."""
+    volumes, on the GPU Operator's ``runtime_class`` ("" where it installs none). ``name``: the pod's, when it is not
+    the flow's smoke pod (a CUDA proof's: ``proof_pod_name``)."""
     spec: dict[str, Any] = {
         "nodeName": view.name,
         "nodeSelector": {GPU_NODE_LABEL: "true", POOL_LABEL: view.pool},
@@ -94,7 +103,7 @@ def smoke_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": smoke_name(view, record, index),
+            "name": name or smoke_name(view, record, index),
             "namespace": namespace,
             "labels": {SMOKE_LABEL: view.uid},
         },

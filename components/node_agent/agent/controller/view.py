@@ -27,7 +27,7 @@ from components.catalog.node_agent import (
     RECORD_ANNOTATION,
     REPORT_ANNOTATION,
     REQUEST_ANNOTATION,
-    SLOT_STATES,
+    SLOT_HOLDING_STATES,
     SMOKE_LABEL,
     STATE_LABEL,
     State,
@@ -61,6 +61,12 @@ class Record:
     #: The controller set the operator's skip label itself (so it removes it when the node leaves maintenance;
     #: a skip label someone else set stays).
     fenced: bool = False
+    #: The node's CUDA proof (state ``proving``): its number (a pod name is never reused), when it began, the state
+    #: the node goes back to, and whether its failure cordoned the node (a retry then lifts that cordon only).
+    proof_attempt: int = 0
+    proof_since: float = 0.0
+    proof_from: str = ""
+    proof_cordoned: bool = False
 
     def dumps(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -171,6 +177,9 @@ class NodeView:
     eviction_blocked: bool = False
     #: The node's Ready condition is not False/Unknown (as k8s-operator-libs ``isNodeConditionReady`` reads it).
     ready: bool = True
+    #: ``status.nodeInfo.bootID`` as the kubelet reports it ("" when it reports none): a new one after every boot,
+    #: so also after a VM is replaced under the same Node object (the CUDA proof's identity, with the UID).
+    boot_id: str = ""
 
     @property
     def state(self) -> str:
@@ -211,7 +220,7 @@ class PoolView:
     name: str
     live_nodes: int
     budget: int
-    #: UIDs in maintenance: every node Lease of the pool, and every node whose state holds a slot.
+    #: UIDs holding a slot: every node Lease of the pool, and every node whose state holds one (maintenance, a proof).
     holders: frozenset[str]
     #: "node (reason)" of each Lease that halts the pool.
     halted_by: tuple[str, ...]
@@ -297,6 +306,7 @@ def build_views(
                 driver_sets=driver_sets,
                 eviction_blocked=node_name in blocked,
                 ready=_ready(node),
+                boot_id=str(((node.get("status") or {}).get("nodeInfo") or {}).get("bootID") or ""),
             )
         )
     return views
@@ -314,7 +324,7 @@ def build_pools(views: list[NodeView], leases: list[dict[str, Any]], budget: Any
         members = [view for view in views if view.pool == pool]
         pool_leases = [lease for lease in leases if objects.labels(lease).get(LEASE_POOL_LABEL) == pool]
         holders = {lease_uid(lease) for lease in pool_leases}
-        holders |= {view.uid for view in members if view.state in SLOT_STATES}
+        holders |= {view.uid for view in members if view.state in SLOT_HOLDING_STATES}
         halted = tuple(
             sorted(
                 f"{objects.annotations_of(lease).get(LEASE_NODE_ANNOTATION, lease_uid(lease))} "

@@ -8,6 +8,7 @@ from components.catalog.node_agent import (
     State,
 )
 from components.node_agent.agent.controller.view import PoolView
+from components.node_agent.agent.proof.check import PoolProof
 from components.node_agent.agent.settings import Settings
 
 KNOWN_STATES = frozenset(state.value for state in State)
@@ -27,6 +28,13 @@ class Context:
     #: ``evicting_since``): every timeout is measured on this replica's own clock from what it observed, never by
     #: comparing a time another replica (or the API server) wrote with this one's clock.
     ages: dict[str, float] = field(default_factory=dict)
+    #: The node may take a slot for its CUDA proof now (``decisions/cuda.py``, granted after the rollouts' nodes).
+    proof: bool = False
+    #: What the node's pool declares (``proving.declaration``); None: nothing, and no proof.
+    declaration: PoolProof | None = None
+    #: The node's pool is busy with the controller's rollout and the node is one the throttle holds the operator off
+    #: (``pool_hold.holdable``): a CUDA proof starting on it carries the throttle's labels in its own write.
+    hold_operator: bool = False
 
     def age(self, mark: str) -> float:
         """Seconds this replica has seen ``mark`` of the node's record (0 for a mark it has not seen yet)."""

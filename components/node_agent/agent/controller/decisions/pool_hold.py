@@ -7,7 +7,13 @@ each pass from the same views.
 from __future__ import annotations
 
 from components.catalog import gpu_operator_upgrade as operator
-from components.catalog.node_agent import MIG_DESIRED_LABEL, SLOT_STATES, THROTTLE_ANNOTATION, UPGRADE_SKIP_LABEL
+from components.catalog.node_agent import (
+    MIG_DESIRED_LABEL,
+    SLOT_STATES,
+    THROTTLE_ANNOTATION,
+    UPGRADE_SKIP_LABEL,
+    State,
+)
 from components.node_agent.agent.controller.actions import Action, PatchNode
 from components.node_agent.agent.controller.decisions.slots import wants_slot
 from components.node_agent.agent.controller.view import NodeView, PoolView
@@ -28,23 +34,55 @@ def throttle(views: list[NodeView], works: dict[str, Work], pools: dict[str, Poo
     then upgrades the pool after the controller's rollout, within its own budget.
     """
     actions: list[Action] = []
+    busy = busy_pools(views, works, pools)
     for name, pool in sorted(pools.items()):
         members = sorted((view for view in views if view.pool == name), key=lambda item: item.name)
-        busy = any(
-            view.state in SLOT_STATES or view.uid in pool.holders or wants_slot(view, works[view.name])
-            for view in members
-        )
         for view in members:
             throttled = view.annotations.get(THROTTLE_ANNOTATION) == "true"
-            held = view.state in SLOT_STATES or view.uid in pool.holders or wants_slot(view, works[view.name])
-            if not (view.opted_in or view.labels.get(MIG_DESIRED_LABEL)):
-                continue  # a node no flow applies to: not the controller's to label
-            if busy and not held and not throttled and not view.skip_label and view.driver_pods:
-                if not view.operator_holds:
-                    actions.append(_throttle_patch(view, hold=True))
-            elif throttled and view.skip_label and not busy:
+            held = _holds(view, pool, works[view.name])
+            if name in busy and not held and holdable(view):
+                actions.append(_throttle_patch(view, hold=True))
+            elif throttled and view.skip_label and name not in busy and _flow_applies(view):
                 actions.append(_throttle_patch(view, hold=False))
     return actions
+
+
+def busy_pools(views: list[NodeView], works: dict[str, Work], pools: dict[str, PoolView]) -> set[str]:
+    """The pools where the controller's work holds a node, or wants to: the operator is held off their other nodes."""
+    return {
+        name
+        for name, pool in pools.items()
+        if any(_holds(view, pool, works[view.name]) for view in views if view.pool == name)
+    }
+
+
+def holdable(view: NodeView) -> bool:
+    """A node of a busy pool that the throttle labels: one a flow applies to (not the controller's to label
+    otherwise), running the operator's driver pod (the operator manages it), not already skip-labelled or throttled,
+    and not already the operator's. A CUDA proof that starts on such a node carries the labels in its own write."""
+    throttled = view.annotations.get(THROTTLE_ANNOTATION) == "true"
+    return (
+        _flow_applies(view)
+        and not throttled
+        and not view.skip_label
+        and bool(view.driver_pods)
+        and not view.operator_holds
+    )
+
+
+def _flow_applies(view: NodeView) -> bool:
+    """A node the controller's flows apply to (opted in, or a desired MIG layout): the only ones it labels."""
+    return view.opted_in or bool(view.labels.get(MIG_DESIRED_LABEL))
+
+
+def _holds(view: NodeView, pool: PoolView, work: Work) -> bool:
+    """The controller's work holds the node, or wants to. A CUDA proof does not count: its node keeps its operator
+    driver pod and is not cordoned, so the operator counts it as it is (nothing taken away that it cannot see); in a
+    busy pool it is held off like any other node the operator manages (its proof's first write carries the labels,
+    ``decisions/cuda.py``)."""
+    if view.state == State.PROVING:
+        return False
+    return view.state in SLOT_STATES or view.uid in pool.holders or wants_slot(view, work)
 
 
 def _throttle_patch(view: NodeView, *, hold: bool) -> PatchNode:

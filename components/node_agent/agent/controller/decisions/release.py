@@ -13,6 +13,7 @@ from components.catalog.node_agent import (
     LEASE_CORDONED_ANNOTATION,
     LEASE_FENCED_ANNOTATION,
     LEASE_WAS_UNSCHEDULABLE_ANNOTATION,
+    REASON_LABEL,
     RECORD_ANNOTATION,
     RETRY_ANNOTATION,
     UPGRADE_SKIP_LABEL,
@@ -142,6 +143,8 @@ def retry_node(view: NodeView, asked: str) -> list[Action]:
     held is cleared, and the flow starts over from idle (the next pass inspects and admits it as any other)."""
     record = view.record or Record(uid=view.uid)
     spec = {} if was_unschedulable(view, record) else {"unschedulable": False}
+    if view.labels.get(REASON_LABEL) == Reason.PROOF_FAILED and not record.proof_cordoned:
+        spec = {}  # a failed CUDA proof that did not cordon: the cordon is not the controller's to lift
     record, labels, notes = give_back(view, record)
     notes[RETRY_ANNOTATION] = None
     labels[FLOW_LABEL] = None

@@ -15,7 +15,7 @@ from components.catalog.node_agent import (
     MIG_DESIRED_LABEL,
     REASON_LABEL,
     RETRY_ANNOTATION,
-    SLOT_STATES,
+    SLOT_HOLDING_STATES,
     UPGRADE_SKIP_LABEL,
     Flow,
     Reason,
@@ -29,6 +29,7 @@ from components.node_agent.agent.controller.actions import (
     CreateLease,
 )
 from components.node_agent.agent.controller.decisions.context import Context
+from components.node_agent.agent.controller.decisions.cuda import start_proof
 from components.node_agent.agent.controller.decisions.handover import reappeared
 from components.node_agent.agent.controller.decisions.operands import has_mig_taint, restore_operands, without_mig_taint
 from components.node_agent.agent.controller.decisions.release import (
@@ -52,8 +53,9 @@ from components.node_agent.agent.controller.work import (
 
 
 def wants_slot(view: NodeView, work: Work) -> bool:
-    """A node not in maintenance with work to do (and no refusal) wants a slot."""
-    return not (view.state in SLOT_STATES or view.state == State.FAILED or work.refusal or not work.flow)
+    """A node not in maintenance with work to do (and no refusal) wants a slot; a node in its CUDA proof finishes it
+    first (a few seconds: its smoke pods), and is taken afterwards."""
+    return not (view.state in SLOT_HOLDING_STATES or view.state == State.FAILED or work.refusal or not work.flow)
 
 
 def outside_maintenance(view: NodeView, work: Work, ctx: Context) -> list[Action]:
@@ -125,7 +127,10 @@ def outside_maintenance(view: NodeView, work: Work, ctx: Context) -> list[Action
                 )
             )
     else:
-        actions += restore_operands(view)
+        restored = restore_operands(view)
+        if ctx.proof and not restored and not unfence_outside(view):
+            return start_proof(view, ctx)  # its CUDA proof: a slot, not a cordon (decisions/cuda.py)
+        actions += restored
     return actions + drop_lease(view) + unfence_outside(view)
 
 
