@@ -59,11 +59,12 @@ FUZZ_SEED := $(if $(HYPOTHESIS_SEED),--hypothesis-seed=$(HYPOTHESIS_SEED))
 fuzz: venv tools upstream  ## the property tests with 20x the examples, randomly drawn (HYPOTHESIS_SEED=<n> to replay)
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -m property -n $(TEST_WORKERS) --dist loadscope --hypothesis-show-statistics $(FUZZ_SEED)
 
-lint: venv  ## ruff, mypy and the layering contract (import-linter, pyproject.toml)
+lint: venv  ## ruff, mypy, the layering contract (import-linter, pyproject.toml) and the program's wiring rule
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
 	$(VENV)/bin/lint-imports
+	$(PY) -m tools.wiring_guard
 
 format: venv
 	$(PY) -m ruff format .

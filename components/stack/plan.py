@@ -9,6 +9,7 @@ nothing downstream re-derives or re-checks it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from components.base.merge import deep_merge
@@ -16,6 +17,7 @@ from components.base.problems import Problem, StackConfigError
 from components.catalog.drivers import minimum_driver
 from components.catalog.kubernetes import GO_DURATION_MAX_SECONDS
 from components.catalog.names import DRIVER_GROUP_LABEL, MIG_CONFIG_LABEL, PROOF_NAMESPACE
+from components.catalog.node_agent import works_on_pool
 from components.catalog.pools import GpuPool, pool_scheduling
 from components.gpu_operator.driver_objects import nvidia_driver_object
 from components.gpu_operator.drivers import (
@@ -28,6 +30,7 @@ from components.gpu_operator.drivers import (
 )
 from components.gpu_operator.proof_steps import mig_step_settings, pool_declarations, step_settings
 from components.gpu_operator.values import build_values, extra_values_problems
+from components.kubeflow.config import KubeflowConfig
 from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
 from components.mig.decisions import MigPlanResult
 from components.mig.plan import mig_values, plan_mig
@@ -42,6 +45,7 @@ from components.stack.platforms.base import GpuPlatform
 from components.stack.platforms.registry import platform_of
 from components.stack.pools import driver_requests, gpu_pools, mig_requests
 from components.stack.shared_budget import shared_budget_problems
+from components.stack.wiring import DriverStep, driver_steps
 
 
 @dataclass(frozen=True)
@@ -198,9 +202,54 @@ class Plan:
         return operator_runtime_class(self.operator.values) if self.operator else ""
 
     @property
+    def node_agent_memberships(self) -> dict[str, dict[str, dict[str, str]]]:
+        """Pool -> the selector that picks its nodes and the labels the node agent's labeller puts on them, where
+        the platform labels no node itself (an existing cluster); empty elsewhere, and without the operator."""
+        return self.platform.memberships(self) if self.operator else {}
+
+    @property
     def node_agent_pools(self) -> tuple[GpuPool, ...]:
         """Pools the node agent works on: hand-over pools, and MIG pools when layouts go through it."""
         return _agent_pools(self.config, self.pools, self.mig) if self.operator else ()
+
+    @property
+    def node_agent_mig_resources(self) -> dict[str, dict[str, int]]:
+        """Per agent pool the program re-partitions, what each node advertises then (the controller proves a MIG
+        change by the node's allocatable)."""
+        return {
+            pool.name: self.mig.resources_per_node(pool)
+            for pool in self.node_agent_pools
+            if pool.name in self.mig.pools
+        }
+
+    # -- what the program wires (components.stack.program reads these and decides nothing itself) --------------
+    @property
+    def cluster_name(self) -> str:
+        """The name of the stack's ClusterAccess component (``cluster.name``)."""
+        return self.config.cluster.name
+
+    @property
+    def operator_namespace(self) -> str:
+        """The GPU Operator's namespace (``gpuOperator.namespace``): the smoke Jobs, the node agent and the proof read
+        the operator's pods there."""
+        return self.config.gpu_operator.namespace
+
+    @property
+    def gpu_models(self) -> list[str]:
+        """The fleet's GPU models, sorted (the operator's namespace records them for the policy pack)."""
+        return sorted({pool.model.key for pool in self.pools})
+
+    @property
+    def kubeflow(self) -> KubeflowConfig | None:
+        """The Kubeflow section when the stack installs Kubeflow (None: no section, or ``enabled: false``)."""
+        kubeflow = self.config.kubeflow
+        return kubeflow if kubeflow is not None and kubeflow.enabled else None
+
+    @cached_property
+    def driver_steps(self) -> tuple[DriverStep, ...]:
+        """The driver steps in order (``components.stack.wiring``): each step's NVIDIADriver objects, proof and
+        smoke Jobs, their names, and whose NodePatches its NVIDIADrivers wait for; none without the operator."""
+        return driver_steps(self)
 
 
 def plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None = None) -> Plan:
@@ -330,10 +379,20 @@ def _kubeflow_fleet(pools: tuple[GpuPool, ...], mig: MigPlanResult) -> GpuFleet:
 
 
 def _agent_pools(stack: StackConfig, pools: tuple[GpuPool, ...], mig: MigPlanResult) -> tuple[GpuPool, ...]:
-    """The one answer to "does the node agent run, and where": hand-over pools, and MIG pools when layouts go
-    through it (the plan's ``node_agent_pools`` and the observability facts both ask it)."""
-    through_agent = stack.node_agent.mig_layout
-    return tuple(pool for pool in pools if pool.host_driver_removal or (through_agent and pool.name in mig.pools))
+    """The one answer to "does the node agent run, and where": every pool where it labels the nodes (an existing
+    cluster), hand-over pools, and MIG pools when layouts go through it (the plan's ``node_agent_pools`` and the
+    observability facts both ask it)."""
+    labelled = platform_of(stack).labels_through_agent
+    return tuple(
+        pool
+        for pool in pools
+        if labelled
+        or works_on_pool(
+            host_driver_removal=pool.host_driver_removal,
+            mig_pool=pool.name in mig.pools,
+            mig_layout=stack.node_agent.mig_layout,
+        )
+    )
 
 
 def _observability(
