@@ -78,7 +78,7 @@ def test_the_checks_job_runs_the_ci_entry_point_on_python_3_11(workflow: dict[st
 
 def test_the_preview_job_runs_the_policy_pack_for_every_stack(workflow: dict[str, Any]) -> None:
     job = workflow["jobs"]["pulumi-preview"]
-    assert job["strategy"]["matrix"]["stack"] == ["dev", "prod"]
+    assert job["strategy"]["matrix"]["stack"] == ["dev", "prod", "existing"]
     assert set(job["strategy"]["matrix"]["stack"]) == set(available_stacks(ROOT))
     pulumi = _uses(job["steps"], "pulumi/actions")
     assert pulumi["with"]["command"] == "preview"
@@ -229,10 +229,12 @@ def _comment(
 
 
 def test_the_comment_job_updates_every_base_stack_and_ignores_other_folders(tmp_path: Path) -> None:
-    reports = {"dev": _diff_json("dev"), "evil": _diff_json("evil")}  # prod: the run wrote no report
+    reports = {"dev": _diff_json("dev"), "evil": _diff_json("evil")}  # prod, existing: the run wrote no report
     result, calls, comments = _comment(tmp_path, "42", HEAD, reports)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in comments.iterdir()) == ["dev.md", "prod.md"], "only the base branch's stacks"
+    assert sorted(p.name for p in comments.iterdir()) == ["dev.md", "existing.md", "prod.md"], (
+        "only the base branch's stacks"
+    )
     assert f"api --method PATCH repos/org/gpu-platform/issues/comments/123 -F body=@{comments}/dev.md" in calls
     assert f"api --method POST repos/org/gpu-platform/issues/42/comments -F body=@{comments}/prod.md" in calls
     assert "evil" not in calls

@@ -6,7 +6,9 @@ each kind takes only its own keys, so a bare-metal cluster with a Yandex cluster
   of the Yandex provider (``yandex:folderId``, the one place the folder is named); its kubeconfig
   is built from the cluster's endpoint and CA;
 - ``bare-metal``: an existing cluster reached with a kubeconfig kept as a Pulumi secret, whose hosts the
-  program prepares over SSH.
+  program prepares over SSH;
+- ``existing``: any cluster reached with a kubeconfig kept as a Pulumi secret, whose GPU nodes someone else
+  provisions.
 Each gives one explicit Kubernetes provider that every Kubernetes resource uses, so nothing ever
 lands on whatever cluster the operator's local kubeconfig happens to point at.
 """
@@ -84,7 +86,7 @@ class KubeconfigClusterConfig(_ClusterBase):
     that holds the kubeconfig text; the text never appears in the stack file in plaintext.
     """
 
-    kind: Literal["bare-metal"]
+    kind: Literal["bare-metal", "existing"]
     kubeconfig_secret: str = "kubeconfig"
     context: str | None = None
 

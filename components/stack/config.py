@@ -33,6 +33,7 @@ from components.observability.config import ObservabilityConfig
 from components.smoke_test.config import SmokeTestConfig
 from components.stack.blame import problem_for
 from components.stack.platforms.base import NamedSecret
+from components.stack.platforms.existing_config import ExistingConfig
 from components.stack.platforms.registry import platform_of, section_owners
 from components.yandex.config import NodeGroupConfig, NodeGroupDefaults, with_defaults
 
@@ -68,6 +69,7 @@ class StackConfig(ConfigModel):
     node_group_defaults: NodeGroupDefaults | None = None
     node_groups: dict[str, NodeGroupConfig] = Field(default_factory=dict)
     bare_metal: BareMetalConfig | None = None
+    existing: ExistingConfig | None = None
     gpu_operator: GpuOperatorConfig = GpuOperatorConfig()
     kubeflow: KubeflowConfig | None = None
     mig: MigSettings = MigSettings()

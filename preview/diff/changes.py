@@ -24,6 +24,7 @@ import yaml
 
 from components.catalog.names import NODE_GROUP_TYPE
 from preview.diff.moves import Move, find_moves
+from preview.diff.platform_switch import platform_switch_refusals
 from preview.diff.replacements import ResourceOptions, replace_note, replace_reasons, update_note
 from preview.diff.snapshot import Gpu, Pool, Snapshot
 from preview.run.registration import SECRET_MASK
@@ -176,6 +177,8 @@ class StackDiff:
     refused: list[str] = field(default_factory=list)  # the head is refused: every problem (nothing else is known)
     mig_plan: str = ""  # the MIG plan the change needs recorded, and how (empty: the recorded one is current)
     rendered: list[RenderedChange] = field(default_factory=list)  # objects inside releases and Directories
+    #: A platform switch that deletes what the old platform created (``preview.diff.platform_switch``).
+    platform_switch: list[str] = field(default_factory=list)
 
     @property
     def rollouts(self) -> list[RenderedChange]:
@@ -184,8 +187,9 @@ class StackDiff:
 
     @property
     def mandatory_findings(self) -> list[str]:
-        """What the review itself refuses (the gate exits 3): every unaliased move of one real object."""
-        return [move.describe() for move in self.moves]
+        """What the review itself refuses (the gate exits 3): every unaliased move of one real object, and a platform
+        switch that deletes what the old platform created."""
+        return [*(f"same object, new URN, no alias: {move.describe()}" for move in self.moves), *self.platform_switch]
 
     def of(self, action: str) -> list[ResourceChange]:
         """The resource changes of one action, in registration order."""
@@ -643,4 +647,7 @@ def diff_snapshots(base: Snapshot | None, head: Snapshot, base_label: str, head_
         resources_after=len(head.resources),
         findings_after=after,
         moves=moves,
+        platform_switch=platform_switch_refusals(
+            base.outputs if base else None, head.outputs, ((r.type, r.name) for r in resources if r.action == DELETE)
+        ),
     )

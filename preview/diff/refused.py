@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from components.stack.platforms.registry import PLATFORMS
 from preview.diff.changes import StackDiff
 from preview.gate.config import PolicyConfigError, config_path, load_policy_config
 from preview.run.runner import run_program
@@ -48,6 +47,8 @@ def removed_pools(stack: str, root: Path, base_folder: Path | None) -> list[str]
         config = load_stack_file(root, stack).config
     except (OSError, ValueError):  # an unreadable base, or a stack file refused before its keys are known
         return []
+    from components.stack.platforms.registry import PLATFORMS  # the platforms load the SDK: only for a refusal
+
     now = {name for platform in PLATFORMS.values() for name in platform.written_pool_names(config)}
     return sorted(before - now)
 

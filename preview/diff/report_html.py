@@ -184,6 +184,17 @@ def _moves(diff: StackDiff) -> list[str]:
     ]
 
 
+def _platform_switch(diff: StackDiff) -> list[str]:
+    if not diff.platform_switch:
+        return []
+    items = "".join(f"<li>{escape(line)}</li>" for line in diff.platform_switch)
+    return [
+        '<h2 id="platform-switch" class="verdict-failed">Platform switch that destroys resources: the review refuses '
+        "this change</h2>",
+        f"<ul>{items}</ul>",
+    ]
+
+
 def html_report(diff: StackDiff) -> str:
     """The page, as one string."""
     if diff.refused:
@@ -212,6 +223,7 @@ def html_report(diff: StackDiff) -> str:
         '<p class="muted">Offline preview (the real program under mocks). Secret values are masked in both '
         "previews, so a changed secret does not show.</p>",
         *_moves(diff),
+        *_platform_switch(diff),
         *([f'<p class="replace" id="mig-plan">MIG plan: {escape(diff.mig_plan)}</p>'] if diff.mig_plan else []),
         '<h2 id="pools">GPU pools</h2>',
         '<p class="muted">Each GPU is drawn as its memory slices; a MIG instance covers the slices from its start '

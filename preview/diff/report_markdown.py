@@ -200,6 +200,10 @@ def markdown_report(diff: StackDiff, full_report: str = "") -> str:
         lines += ["**The review refuses this change**: these resources get a new URN but manage the same object:", ""]
         lines += [f"- {_cell(m.describe())}" for m in diff.moves]
         lines.append("")
+    if diff.platform_switch:
+        lines += ["**The review refuses this change**: it switches the stack's platform and destroys resources:", ""]
+        lines += [f"- {_cell(line)}" for line in diff.platform_switch]
+        lines.append("")
     if diff.empty:
         lines += ["No change.", ""]
     if diff.resources:

@@ -121,7 +121,7 @@ def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> lis
     for change in diff.of(DELETE):
         lines.append(f"  DELETE {change.name} ({change.type})")
     for finding in diff.mandatory_findings:
-        lines.append(f"  [mandatory] same object, new URN, no alias: {finding}")
+        lines.append(f"  [mandatory] {finding}")
     for pool in diff.repartitioned:
         lines.append(f"  MIG {repartition_line(pool)}")
     for pools, before, after in diff.driver_groups():
@@ -146,7 +146,5 @@ def summary_lines(diff: StackDiff, findings: list[Finding] | None = None) -> lis
     )
     lines.append(f"policy gate {diff.verdict_after.describe()}{before}")
     if diff.mandatory_findings:
-        lines.append(
-            f"review gate FAILED: {len(diff.mandatory_findings)} object(s) deleted and created under a new URN"
-        )
+        lines.append(f"review gate FAILED: {len(diff.mandatory_findings)} refusal(s) above ([mandatory])")
     return lines

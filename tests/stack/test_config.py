@@ -201,7 +201,7 @@ def test_the_old_nested_yandex_block_is_refused_by_name() -> None:
 
 def test_an_unknown_cluster_kind_names_the_kinds_allowed() -> None:
     (line,) = refusal(set_path(stack_raw("dev"), "cluster.kind", "gke"))
-    assert line == "cluster.kind: 'gke' is not allowed; allowed: 'yandex', 'bare-metal'"
+    assert line == "cluster.kind: 'gke' is not allowed; allowed: 'yandex', 'bare-metal', 'existing'"
 
 
 def test_a_missing_required_key_of_a_kind_is_named_without_the_tag() -> None:

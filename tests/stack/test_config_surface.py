@@ -402,6 +402,7 @@ RULES: list[tuple[str, Rule]] = [
         ),
     ),
     ("nodeAgent.dryRun", boolean()),
+    ("nodeAgent.cordonOnProofFailure", boolean()),
     ("nodeAgent.allowReboot", boolean()),
     ("nodeAgent.evictionTimeoutSeconds", integer(30)),
     ("nodeAgent.rebootTimeoutSeconds", integer(120)),

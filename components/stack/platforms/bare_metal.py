@@ -21,7 +21,7 @@ from components.bare_metal.node_labels import (
 )
 from components.base.problems import Problem, join_path
 from components.catalog.gpus import gpu_model
-from components.catalog.kubernetes import check_taints, gpu_node_taint_problem, parse_taint
+from components.catalog.kubernetes import gpu_node_taint_problem
 from components.catalog.names import HOST_PREPARATION_TYPE, HOSTNAME_LABEL, NODE_LABELS_TYPE
 from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
 from components.catalog.pools import GpuPool
@@ -127,7 +127,7 @@ class BareMetalPlatform(GpuPlatform):
                 model=gpu_model(node.gpu_model),
                 gpus_per_node=node.gpus,
                 max_nodes=1,
-                taints=tuple(parse_taint(text) for text in node.taints),
+                taints=tuple(node.parsed_taints),
                 preinstalled_driver=not driverless,
                 labels=dict(node.labels),
                 source=self.pool_source,
@@ -166,7 +166,7 @@ class BareMetalPlatform(GpuPlatform):
             f"bareMetal.nodes[{index}].allowUntainted: {node.name} has no NoSchedule taint, so any pod may take its "
             "GPUs"
             for index, node in enumerate(nodes)
-            if node.allow_untainted and gpu_node_taint_problem(check_taints(node.taints)[0])
+            if node.allow_untainted and gpu_node_taint_problem(node.parsed_taints)
         )
 
     def cluster_access(self, plan: Plan, secrets: Mapping[str, pulumi.Output[str]]) -> ClusterAccessArgs:

@@ -89,6 +89,8 @@ class GpuPlatform(ABC):
     #: The driver on its hosts is declared stack-wide (``gpuOperator.driver.owner`` says whether the hosts are
     #: driverless), not per pool: bare metal, where the program prepares the hosts itself.
     owner_declares_hosts: ClassVar[bool] = False
+    #: The node agent puts the program's labels on the platform's nodes (``memberships``): it runs on every pool.
+    labels_through_agent: ClassVar[bool] = False
 
     # -- config ------------------------------------------------------------------------------------------
     @abstractmethod
@@ -172,6 +174,11 @@ class GpuPlatform(ABC):
     def declared_node_labels(self, plan: Plan) -> dict[str, dict[str, str]]:
         """Pool -> every label the program puts on its nodes (the status command compares them)."""
         return {pool.name: plan.node_labels(pool.name) for pool in plan.pools}
+
+    def memberships(self, plan: Plan) -> dict[str, dict[str, dict[str, str]]]:
+        """Pool -> ``{"selector": ..., "labels": ...}`` where the node agent must put the pool's labels on every node
+        the selector picks (the platform labels none itself); empty by default: the platform labels its nodes."""
+        return {}
 
     def outputs(self, plan: Plan, nodes: PlatformNodes) -> dict[str, Any]:
         """Its part of the outputs contract: ``gpuNodeGroups`` (empty where it creates none)."""

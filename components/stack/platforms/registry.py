@@ -10,12 +10,15 @@ from typing import TYPE_CHECKING
 
 from components.stack.platforms.bare_metal import BareMetalPlatform
 from components.stack.platforms.base import GpuPlatform
+from components.stack.platforms.existing import ExistingPlatform
 from components.stack.platforms.yandex import YandexPlatform
 
 if TYPE_CHECKING:
     from components.stack.config import StackConfig
 
-PLATFORMS: dict[str, GpuPlatform] = {platform.kind: platform for platform in (YandexPlatform(), BareMetalPlatform())}
+PLATFORMS: dict[str, GpuPlatform] = {
+    platform.kind: platform for platform in (YandexPlatform(), BareMetalPlatform(), ExistingPlatform())
+}
 
 
 def platform_of(stack: StackConfig) -> GpuPlatform:

@@ -77,7 +77,7 @@ def test_without_the_alias_the_canary_move_fails_the_review(reviewed: Review) ->
         "Job batch gpu-operator/gpu-smoke-v100-gpu-860f3a2a",
         "NVIDIADriver nvidia.com gpu-platform-v100",
     ]
-    assert "review gate FAILED: 2 object(s)" in result.stdout
+    assert "review gate FAILED: 2 refusal(s)" in result.stdout
     _no_unflagged_move(result)
     assert "**The review refuses this change**" in result.report("diff.md")
 
