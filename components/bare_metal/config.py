@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from components.bare_metal import host_prep_steps as steps
-from components.base.config_model import ConfigModel, checked_taints, label_problems
+from components.base.config_model import ConfigModel, gpu_node_taints_problems, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.file_paths import file_path_problem
 from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
@@ -224,11 +224,10 @@ def host_problem(host: str) -> str | None:
 
 def _taint_problems(node: BareMetalNode, node_path: str) -> Iterator[Problem]:
     """The catalog's taint rules (form, one taint per key and effect, a NoSchedule one on a GPU node)."""
-    checked = checked_taints(node.taints, join_path(node_path, "taints"))
-    yield from checked.problems
-    if checked.untainted and not node.allow_untainted:
-        yield Problem(
-            join_path(node_path, "taints"),
-            f"a GPU node {checked.untainted}: register the node with one (kubelet --register-with-taints, or kubectl "
-            "taint) and declare it here, or set allowUntainted: true to accept any pod on it",
-        )
+    yield from gpu_node_taints_problems(
+        node.taints,
+        join_path(node_path, "taints"),
+        allow_untainted=node.allow_untainted,
+        fix="register the node with one (kubelet --register-with-taints, or kubectl taint) and declare it here, or "
+        "set allowUntainted: true to accept any pod on it",
+    )

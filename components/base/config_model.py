@@ -226,6 +226,16 @@ def checked_taints(texts: list[str], path: str) -> CheckedTaints:
     return CheckedTaints(tuple(parsed), tuple(problems), untainted)
 
 
+def gpu_node_taints_problems(texts: list[str], path: str, *, allow_untainted: bool, fix: str) -> Iterator[Problem]:
+    """A GPU node's declared taints (a bare-metal host's, an existing pool's): every problem of the list, and one
+    at the list when no NoSchedule taint keeps other pods off its GPUs unless ``allow_untainted``; ``fix`` says how,
+    in the words of who sets the taints there."""
+    checked = checked_taints(texts, path)
+    yield from checked.problems
+    if checked.untainted and not allow_untainted:
+        yield Problem(path, f"a GPU node {checked.untainted}: {fix}")
+
+
 def label_problems(labels: dict[str, str], path: str) -> Iterator[Problem]:
     """Problems of every key and value of a user's node label map (reserved and platform-owned keys refused)."""
     for key, value in labels.items():

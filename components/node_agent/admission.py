@@ -170,13 +170,33 @@ def _node_rules() -> dict[str, Any]:
     }
 
 
-def executor_policy(namespace: str, account: str) -> dict[str, Any]:
+#: The node's labels before and after the write, as the node policies' first variables.
+_LABELS_BEFORE_AND_AFTER: list[dict[str, str]] = [
+    {"name": "oldLabels", "expression": "oldObject.metadata.?labels.orValue({})"},
+    {"name": "newLabels", "expression": "object.metadata.?labels.orValue({})"},
+]
+
+
+def _node_policy(name: str, namespace: str, account: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A policy on Node writes of one ServiceAccount, refusing when it cannot be evaluated; ``body``: its variables
+    and validations (the executor's, the controller's and the labeller's policies differ only there)."""
     return {
-        "metadata": {"name": EXECUTOR_POLICY},
+        "metadata": {"name": name},
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": _node_rules(),
             "matchConditions": _user(namespace, account),
+            **body,
+        },
+    }
+
+
+def executor_policy(namespace: str, account: str) -> dict[str, Any]:
+    return _node_policy(
+        EXECUTOR_POLICY,
+        namespace,
+        account,
+        {
             "variables": [
                 {"name": "tokenNode", "expression": TOKEN_NODE},
                 {"name": "annotations", "expression": _changed("annotations")},
@@ -201,7 +221,7 @@ def executor_policy(namespace: str, account: str) -> dict[str, Any]:
                 _OWNERS_AND_FINALIZERS,
             ],
         },
-    }
+    )
 
 
 def _changed_to(key: str, values: str) -> str:
@@ -217,15 +237,13 @@ def controller_policy(namespace: str, account: str) -> dict[str, Any]:
     flows = _cel_list([flow.value for flow in Flow])
     operands = _cel_list(OPERAND_DEPLOY_LABELS)
     label = "variables.newLabels"
-    return {
-        "metadata": {"name": CONTROLLER_POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": _node_rules(),
-            "matchConditions": _user(namespace, account),
+    return _node_policy(
+        CONTROLLER_POLICY,
+        namespace,
+        account,
+        {
             "variables": [
-                {"name": "oldLabels", "expression": "oldObject.metadata.?labels.orValue({})"},
-                {"name": "newLabels", "expression": "object.metadata.?labels.orValue({})"},
+                *_LABELS_BEFORE_AND_AFTER,
                 {"name": "newNotes", "expression": "object.metadata.?annotations.orValue({})"},
                 {"name": "labels", "expression": _changed("labels")},
                 {"name": "annotations", "expression": _changed("annotations")},
@@ -326,7 +344,7 @@ def controller_policy(namespace: str, account: str) -> dict[str, Any]:
                 _OWNERS_AND_FINALIZERS,
             ],
         },
-    }
+    )
 
 
 def _effective(container_field: str, pod_field: str, default: str) -> str:
@@ -511,15 +529,13 @@ def labeller_policy(namespace: str, account: str, memberships: Mapping[str, Any]
         picked = f"({_old_labels_match(pool.selector)}) ? {_cel_string(pool.name)} : ({picked})"
     declared = "{" + ", ".join(f"{_cel_string(pool.name)}: {_cel_string_map(pool.labels)}" for pool in pools) + "}"
     new = "variables.newLabels"
-    return {
-        "metadata": {"name": LABELLER_POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": _node_rules(),
-            "matchConditions": _user(namespace, account),
+    return _node_policy(
+        LABELLER_POLICY,
+        namespace,
+        account,
+        {
             "variables": [
-                {"name": "oldLabels", "expression": "oldObject.metadata.?labels.orValue({})"},
-                {"name": "newLabels", "expression": "object.metadata.?labels.orValue({})"},
+                *_LABELS_BEFORE_AND_AFTER,
                 {"name": "labels", "expression": _changed("labels")},
                 {"name": "declared", "expression": declared},
                 # The pool the node's old labels pick (the first by name), "" for none.
@@ -564,7 +580,7 @@ def labeller_policy(namespace: str, account: str, memberships: Mapping[str, Any]
                 _OWNERS_AND_FINALIZERS,
             ],
         },
-    }
+    )
 
 
 def labeller_admission(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from pydantic import Field
 
-from components.base.config_model import ConfigModel, checked_taints, label_problems
+from components.base.config_model import ConfigModel, gpu_node_taints_problems, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
 from components.catalog.kubernetes import Taint, label_key_problem, label_value_problem, parse_taint
@@ -119,11 +119,9 @@ def _selector_problems(selector: dict[str, str], path: str) -> Iterator[Problem]
 
 def _taint_problems(pool: ExistingPool, pool_path: str) -> Iterator[Problem]:
     """The catalog's taint rules (form, one taint per key and effect, a NoSchedule one on a GPU node)."""
-    checked = checked_taints(pool.taints, join_path(pool_path, "taints"))
-    yield from checked.problems
-    if checked.untainted and not pool.allow_untainted:
-        yield Problem(
-            join_path(pool_path, "taints"),
-            f"a GPU node {checked.untainted}: declare the NoSchedule taint the nodes carry, or set allowUntainted: "
-            "true to accept any pod on them",
-        )
+    yield from gpu_node_taints_problems(
+        pool.taints,
+        join_path(pool_path, "taints"),
+        allow_untainted=pool.allow_untainted,
+        fix="declare the NoSchedule taint the nodes carry, or set allowUntainted: true to accept any pod on them",
+    )
