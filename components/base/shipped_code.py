@@ -1,6 +1,6 @@
 """Project source files shipped into the cluster in a ConfigMap and mounted where a pod runs them.
 
-The node agent and the proof checker run the project's own standard-library Python on a stock image: their
+The node agent and the proof Job's runner run the project's own standard-library Python on a stock image: their
 files travel as ConfigMap keys (which cannot hold ``/``) and come back to their paths through the volume's
 ``items``. One mapping for both, so the two never spell a path differently.
 """

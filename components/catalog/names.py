@@ -160,10 +160,11 @@ GPU_DRIVERS_TYPE: Final = "gpu-platform:gpu:GpuDrivers"
 GPU_PROOF_TYPE: Final = "gpu-platform:gpu:GpuProof"  # the per-node proof of a driver step (an awaited Job)
 GPU_PROOF_ACCESS_TYPE: Final = "gpu-platform:gpu:GpuProofAccess"  # its namespace, ServiceAccount, RBAC and code
 #: Where the driver steps' proof Jobs and their CUDA pods run: not the operator's namespace, whose pods must all
-#: come from the operator's registries (policy gpu-operator-images-allowed-registries), while the checker runs on
+#: come from the operator's registries (policy gpu-operator-images-allowed-registries), while the proof Job runs on
 #: the node agent's Python image.
 PROOF_NAMESPACE: Final = "gpu-platform-proof"
 #: On every CUDA pod of a proof: the run (the proof Job's pod) and the step it belongs to, and the node it is for.
+#: (Read with the rest of the proof's vocabulary in ``catalog.proof``.)
 PROOF_RUN_LABEL: Final = f"{PREFIX}proof-run"
 PROOF_STEP_LABEL: Final = f"{PREFIX}proof-step"
 PROOF_NODE_ANNOTATION: Final = f"{PREFIX}proof-node"

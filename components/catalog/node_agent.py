@@ -399,23 +399,9 @@ THROTTLE_ANNOTATION: Final = f"{AGENT_PREFIX}throttled"
 #: every GPU node of a pool with a declaration, and read by ``tools/status`` and the alerts: JSON
 #: ``{"result": "passed"|"failed", "at": "<RFC3339>", "reason": str, "driver": str, "mig": str, "cuda": {...}}``: the
 #: evidence (the proof Job's checks of the driver and the MIG layout), and under ``cuda`` the CUDA proof of the node's
-#: identity (:data:`PROOF_CUDA_KEYS`; absent until its first CUDA proof is decided).
+#: identity (``catalog.proof.PROOF_CUDA_KEYS``; absent until its first CUDA proof is decided). The record's vocabulary
+#: (its results, its keys, the rules it applies) is ``components/catalog/proof.py``'s.
 PROOF_ANNOTATION: Final = f"{AGENT_PREFIX}proof"
-#: The ``cuda`` part of :data:`PROOF_ANNOTATION`: the node identity it is about, ``uid`` (the Node's ``metadata.uid``:
-#: a node recreated under the same name has another) and ``boot_id`` (``status.nodeInfo.bootID``: new after every boot,
-#: so after a VM replaced under the same Node object too), ``result`` (:class:`CudaResult`), ``at`` (RFC 3339, the
-#: controller's clock), ``reason``, and the ``driver`` and ``mig`` declared when it was decided.
-PROOF_CUDA_KEYS: Final = ("uid", "boot_id", "result", "at", "reason", "driver", "mig")
-
-
-class CudaResult(StrEnum):
-    """The ``cuda.result`` of :data:`PROOF_ANNOTATION`."""
-
-    PASSED = "passed"  #: every smoke pod of the proof succeeded on this node (this UID and boot)
-    FAILED = "failed"  #: a smoke pod failed or did not finish in time (the node is failed: cuda-proof-failed)
-    WAITING = "waiting"  #: wanted, not started: the pool's budget is full, or the pool is halted (see the reason)
-    DEFERRED = "deferred"  #: started and given back (no free device, the operator took the node): tried again later
-
 
 #: Every annotation key the controller may change on a Node: its own, and the operator's initial-state note, which
 #: it removes when the operator wrote it only because the controller's own cordon was there (see

@@ -31,7 +31,7 @@ Sources:
   ``observedGeneration`` only where the object has one: after a spec change ``pulumi up`` reads the old
   ``ready``; while a node lags it says ``notReady`` with no node's name. So the program awaits no status (no
   ``pulumi.com/waitFor``; pulumi-kubernetes awaits no custom resource by itself unless ``PULUMI_K8S_AWAIT_ALL``
-  is set, pulumi/pulumi-kubernetes#3143): the proof Job (``components.smoke_test.proof``) is the gate, checking
+  is set, pulumi/pulumi-kubernetes#3143): the proof Job (``components.proof.component``) is the gate, checking
   each node for the declared driver and running CUDA on it, and naming the nodes that lag.
 - Who owns a node (v26.7.0): ``internal/nvidiadriver/nvidiadriver.go`` ``AssignOwners`` labels every node with
   ``nvidia.com/gpu.present=true`` ``nvidia.com/gpu-operator.driver.owner=<NVIDIADriver>``: the one non-default

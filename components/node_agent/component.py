@@ -50,6 +50,7 @@ AGENT_FILES: tuple[str, ...] = (
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
     "components/catalog/nvidia_driver.py",
+    "components/catalog/proof.py",
     "components/node_agent/agent/__init__.py",
     "components/node_agent/agent/controller/__init__.py",
     "components/node_agent/agent/controller/actions.py",
@@ -83,8 +84,6 @@ AGENT_FILES: tuple[str, ...] = (
     "components/node_agent/agent/labeller/membership.py",
     "components/node_agent/agent/loop.py",
     "components/node_agent/agent/objects.py",
-    "components/node_agent/agent/proof/__init__.py",
-    "components/node_agent/agent/proof/check.py",
     "components/node_agent/agent/settings.py",
     "components/node_agent/agent/watch.py",
 )
@@ -126,7 +125,7 @@ class NodeAgentArgs:
     #: of the operator's values. The smoke pods run on it, and the smoke-pod policy allows only it.
     runtime_class: str = OPERATOR_RUNTIME_CLASS
     #: Per pool (node group, or bare-metal node name), what its nodes are proven against all the time: the plan's
-    #: ``pool_declarations`` (``components.gpu_operator.proof_steps``); a pool not here is not proven.
+    #: ``pool_declarations`` (``components.proof.steps``); a pool not here is not proven.
     declarations: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Per pool, ``{"selector": {...}, "labels": {...}}``: the labels the pool labeller puts on every node the selector
     #: picks (the plan's ``node_agent_memberships``: an existing cluster, whose nodes the program cannot label itself).

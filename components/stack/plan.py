@@ -28,7 +28,6 @@ from components.gpu_operator.drivers import (
     plan_driver,
     toolkit_enabled,
 )
-from components.gpu_operator.proof_steps import mig_step_settings, pool_declarations, step_settings
 from components.gpu_operator.values import build_values, extra_values_problems
 from components.kubeflow.config import KubeflowConfig
 from components.kubeflow.gpus import FleetPool, GpuFleet, quota_findings
@@ -37,7 +36,8 @@ from components.mig.plan import mig_values, plan_mig
 from components.mig.recorded import RecordedPlan
 from components.node_agent.desired import agent_mig_labels, operator_runtime_class, pool_budgets
 from components.observability.plan import ObservabilityPlan, StackFacts, plan_observability
-from components.smoke_test.proof import JOB_MARGIN_SECONDS
+from components.proof.component import JOB_MARGIN_SECONDS
+from components.proof.steps import mig_step_settings, pool_declarations, step_settings
 from components.smoke_test.targets import SmokeTarget, smoke_targets
 from components.stack.blame import problem_for
 from components.stack.config import StackConfig
@@ -133,7 +133,7 @@ class Plan:
     @property
     def pool_declarations(self) -> dict[str, dict[str, Any]]:
         """Per pool, the driver and MIG layout the rollout controller proves each of its nodes against, all the
-        time (``proof_steps.pool_declarations``); empty without the operator."""
+        time (``proof.steps.pool_declarations``); empty without the operator."""
         operator_plan = self.operator
         if operator_plan is None:
             return {}
@@ -147,7 +147,7 @@ class Plan:
         )
 
     def proof_settings(self, step: str, groups: tuple[DriverGroup, ...]) -> dict[str, Any] | None:
-        """The settings of one step's proof Job (``components.smoke_test.proof``), or None when there is none.
+        """The settings of one step's proof Job (``components.proof.component``), or None when there is none.
 
         A driver step proves its ``groups``' pools; with no groups (the hosts own the driver) the step proves
         the MIG layouts of the pools the program re-partitions. Its CUDA pods use the smoke-test image and each

@@ -30,8 +30,8 @@ from components.gpu_operator.nvidia_drivers import GpuDrivers, GpuDriversArgs
 from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.node_agent.component import NodeAgent, NodeAgentArgs
 from components.observability.component import Observability, ObservabilityArgs
+from components.proof.component import GpuProof, GpuProofAccess, ProofAccessArgs, ProofArgs
 from components.smoke_test.component import GpuSmokeTest, SmokeTestArgs
-from components.smoke_test.proof import GpuProof, GpuProofAccess, ProofAccessArgs, ProofArgs
 from components.stack.load import StackSecrets
 from components.stack.plan import Plan
 from components.stack.platforms.base import NodeLabelling, PlatformNodes

@@ -46,7 +46,7 @@ class StepDrivers:
 
 @dataclass(frozen=True)
 class StepProof:
-    """The awaited proof Job of one step (``components.smoke_test.proof.GpuProof``)."""
+    """The awaited proof Job of one step (``components.proof.component.GpuProof``)."""
 
     #: The GpuProof component's name.
     name: str

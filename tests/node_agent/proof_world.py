@@ -79,10 +79,10 @@ from components.catalog.node_agent import (
     MIG_STATE_SUCCESS,
     UNSCHEDULABLE_TAINT,
 )
+from components.catalog.proof import PoolProof, ProofSettings
 from components.node_agent.agent import objects
 from components.node_agent.agent.kube import ApiError
-from components.node_agent.agent.proof.check import PoolProof, ProofSettings
-from components.smoke_test.proof import PRIORITY_CLASS, PRIORITY_VALUE
+from components.proof.component import PRIORITY_CLASS, PRIORITY_VALUE
 from tests.node_agent.sim.api import Client, Faults, SimApi, clone
 
 START = 1_800_000_000.0
@@ -149,7 +149,7 @@ def tolerated(pod: dict[str, Any], taint: dict[str, Any]) -> bool:
 
 class ProofClient(Client):
     """The proof's ServiceAccount: list nodes; list pods, DaemonSets and ControllerRevisions in the operator's
-    namespace; create, list and delete pods in its own (``components.smoke_test.proof`` grants exactly these)."""
+    namespace; create, list and delete pods in its own (``components.proof.component`` grants exactly these)."""
 
     def __init__(self, api: SimApi, namespace: str) -> None:
         super().__init__(api, "proof", namespace)
@@ -702,7 +702,7 @@ def crd_app_name(uid: str, driver_type: str = crd.DRIVER_TYPE, os_tag: str = OS_
 
 
 def pool_proof(pool: str, owner: str, version: str) -> PoolProof:
-    """One pool's settings, built as the program builds them (``components/gpu_operator/proof_steps.py``: the pool's
+    """One pool's settings, built as the program builds them (``components/proof/steps.py``: the pool's
     tolerations from its taints, the catalog's image prefix and script)."""
     return PoolProof(
         pool=pool,

@@ -24,7 +24,7 @@ ServiceAccount, Priority and DefaultTolerationSeconds (``plugin/pkg/admission/..
 Three tokens: the **controller** (node updates and smoke pods: both policies, every request of a hand-over and of a
 MIG rollout recorded from the real controller in the simulated world, and the sixteen kinds of request of issue #40
 refused), the **executors** (node updates: their recorded reports allowed, everything else refused), and the **proof
-Job's** ``gpu-platform-proof`` (``components.smoke_test.proof``): it creates the proof's CUDA pods, and no admission
+Job's** ``gpu-platform-proof`` (``components.proof.component``): it creates the proof's CUDA pods, and no admission
 policy applies to it; RBAC alone contains it (pods in its own namespace), which the last test states.
 """
 
@@ -70,7 +70,7 @@ from components.node_agent.agent.controller.smoke import SMOKE_COMMAND, SMOKE_PR
 from components.node_agent.agent.controller.view import NodeView, Record
 from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS
 from components.node_agent.desired import operator_runtime_class
-from components.smoke_test import proof
+from components.proof import component as proof
 from tests.helpers import ROOT
 from tests.node_agent.sim import admission
 from tests.node_agent.sim.admission import Decision, Policies, Request, node_update, pod_create, service_account_user
@@ -785,7 +785,7 @@ def test_an_executor_s_report_on_its_own_node_is_allowed() -> None:
 
 # -- the proof Job's token --------------------------------------------------------------------------------------
 def test_no_admission_policy_applies_to_the_proof_s_token() -> None:
-    """The proof Job (``components.smoke_test.proof``) creates its CUDA pods under its own ServiceAccount: none of
+    """The proof Job (``components.proof.component``) creates its CUDA pods under its own ServiceAccount: none of
     the agent's policies match it (their match conditions name the agent's accounts), so it is contained by its RBAC
     only: pods list/create/delete in ``gpu-platform-proof``, nodes list, reads in the operator's namespace."""
     pod = {

@@ -26,7 +26,6 @@ from components.node_agent.agent.settings import OPERATOR_RUNTIME_CLASS, Setting
 from components.node_agent.component import AGENT_FILES, agent_sources
 from components.node_agent.rbac import CONTROLLER_CLUSTER_RULES, EXECUTOR_CLUSTER_RULES
 from components.node_agent.reference import replace_tables
-from components.smoke_test.proof import PROOF_FILES
 from preview.gate.evaluate import run_gate
 from preview.gate.report import verdict_table
 from preview.run.files import is_manifest, manifest_of
@@ -307,7 +306,6 @@ def test_the_config_map_ships_both_programs_and_their_catalog_names(dev: Program
     assert data == agent_sources()
     shipped = {p for p in AGENT_FILES}
     on_disk = {str(path.relative_to(ROOT)) for path in (ROOT / "components" / "node_agent" / "agent").rglob("*.py")}
-    on_disk -= set(PROOF_FILES)  # the driver steps' proof ships in its own ConfigMap (tests/smoke_test/test_proof.py)
     assert on_disk <= shipped  # no module of the agent is left out of the ConfigMap
     for pod in (_executor_pod(dev), _controller_pod(dev)):
         items = {v["name"]: v for v in pod["volumes"]}["code"]["configMap"]["items"]

@@ -11,9 +11,9 @@ from components.catalog.names import PROOF_STEP_LABEL as STEP_LABEL
 from components.catalog.node_agent import UNSCHEDULABLE_TAINT
 from components.catalog.upstream import GPU_OPERATOR_SOURCE
 from components.node_agent.agent import objects
-from components.node_agent.agent.proof.check import Proof, proof_pod
-from components.node_agent.agent.proof.main import prove
-from components.smoke_test.proof import PRIORITY_CLASS
+from components.proof.component import PRIORITY_CLASS
+from components.proof.job.main import prove
+from components.proof.job.run import Proof, proof_pod
 from tests.helpers import ROOT
 from tests.node_agent.proof_world import (
     NEW,

@@ -17,7 +17,7 @@ def prod() -> ProgramRun:
 
 
 def _smoke_jobs(run: ProgramRun) -> list:
-    """The smoke Jobs (the driver steps' proof Jobs are Jobs too: tests/smoke_test/test_proof.py)."""
+    """The smoke Jobs (the driver steps' proof Jobs are Jobs too: tests/proof/test_proof.py)."""
     return [r for r in run.by_type(JOB) if r.inputs["metadata"]["name"].startswith("gpu-smoke-")]
 
 

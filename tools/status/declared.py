@@ -5,7 +5,7 @@ config loader (``components.stack.load.load_stack_config``) as the engine hands 
 planned by ``components.stack.plan.plan_stack``: no Pulumi CLI, no credentials, no engine. The loader reads the
 Pulumi SDK's config ContextVars; they are set in a copied context, so nothing of it outlives the call.
 
-What a node must show is what the proof of a driver step checks (``components.gpu_operator.proof_steps``): the
+What a node must show is what the proof of a driver step checks (``components.proof.steps``): the
 declared driver version, the image its driver container runs and the NVIDIADriver that owns the node; the MIG
 config and exactly the GPU resources the plan says a node advertises. A pool the stack proves (a proof Job step
 covers it) is expected to carry a proof record.
@@ -22,7 +22,7 @@ from pulumi.runtime import set_all_config
 
 from components.base.problems import StackConfigError
 from components.catalog.names import HOSTNAME_LABEL, MIG_CONFIG_LABEL
-from components.gpu_operator.proof_steps import step_settings
+from components.proof.steps import step_settings
 from components.stack.load import load_stack_config, recorded_mig_plan
 from components.stack.plan import Plan, plan_stack
 from preview.run.stack_file import load_stack_file

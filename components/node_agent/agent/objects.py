@@ -13,8 +13,11 @@ from typing import Any
 from components.catalog.gpu_operator_upgrade import GPU_DRA_DRIVER
 from components.catalog.node_agent import SMOKE_LABEL
 
-#: Resources of NVIDIA's device plugin: whole GPUs (``nvidia.com/gpu``) and MIG devices (``nvidia.com/mig-*``).
-GPU_RESOURCE_PREFIX = "nvidia.com/"
+# The MIG effect rule is the proof's (the controller closes a MIG change with it too); read here under these names.
+from components.catalog.proof import GPU_RESOURCE_PREFIX as GPU_RESOURCE_PREFIX
+from components.catalog.proof import advertises_exactly as advertises_exactly
+from components.catalog.proof import gpu_resources as gpu_resources
+
 #: Pod phases after which no container runs (core/v1 PodPhase).
 FINISHED_PHASES = ("Succeeded", "Failed")
 
@@ -177,34 +180,6 @@ def parse_time(text: str) -> float:
         except ValueError:
             continue
     return 0.0
-
-
-def gpu_resources(allocatable: dict[str, Any]) -> dict[str, int]:
-    """The NVIDIA resources in a node's allocatable with a count above zero, by name."""
-    found: dict[str, int] = {}
-    for key, value in allocatable.items():
-        if key.startswith(GPU_RESOURCE_PREFIX):
-            try:
-                count = int(str(value))
-            except ValueError:
-                continue
-            if count > 0:
-                found[key] = count
-    return dict(sorted(found.items()))
-
-
-def advertises_exactly(allocatable: dict[str, Any], planned: dict[str, int]) -> bool:
-    """The node's allocatable NVIDIA resources are exactly ``planned`` (names, and counts where planned > 0).
-
-    The effect of a MIG layout, not an echo of a label: the rule both the rollout controller and the driver
-    step's proof close a MIG change with. Nothing planned: nothing to compare.
-    """
-    if not planned:
-        return True
-    advertised = gpu_resources(allocatable)
-    if all(count == 0 for count in planned.values()):
-        return set(advertised) == set(planned)
-    return advertised == {key: count for key, count in planned.items() if count > 0}
 
 
 def created(obj: dict[str, Any]) -> float:

@@ -5,7 +5,7 @@ halves:
 
 - **Evidence**, at every pass: the rollout controller already observes the nodes, the operator's driver pods and
   the driver DaemonSets with their ControllerRevisions, and judges each node with the SAME rules as the proof Job of
-  a driver step (``agent/proof/check.py``: ``driver_evidence``, ``mig_evidence``).
+  a driver step (``components/catalog/proof.py``: ``driver_evidence``, ``mig_evidence``).
 - **CUDA**, once per node identity (its ``metadata.uid`` and ``status.nodeInfo.bootID``: a node recreated under the
   same name is another Node object; a VM replaced under the same object, or rebooted, boots anew): a node whose
   evidence passes and whose identity has no passed CUDA proof is taken into state ``proving`` within its pool's
@@ -33,21 +33,24 @@ from components.catalog.node_agent import (
     MIG_STATE_LABEL,
     MIG_STATE_PENDING,
     MIG_STATE_REBOOTING,
-    PROOF_ANNOTATION,
     SLOT_STATES,
-    CudaResult,
     FleetVerdict,
     State,
+)
+from components.catalog.proof import (
+    FAILED,
+    PASSED,
+    PROOF_ANNOTATION,
+    CudaResult,
+    PoolProof,
+    driver_evidence,
+    mig_evidence,
 )
 from components.node_agent.agent import objects
 from components.node_agent.agent.controller.actions import PatchNode
 from components.node_agent.agent.controller.view import NodeView, PoolView
 from components.node_agent.agent.controller.work import Work, planned_resources
-from components.node_agent.agent.proof.check import PoolProof, driver_evidence, mig_evidence
 from components.node_agent.agent.settings import Settings
-
-PASSED = "passed"
-FAILED = "failed"
 
 
 @dataclass(frozen=True)

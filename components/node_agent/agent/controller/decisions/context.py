@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from components.catalog.node_agent import (
     State,
 )
+from components.catalog.proof import PoolProof
 from components.node_agent.agent.controller.view import PoolView
-from components.node_agent.agent.proof.check import PoolProof
 from components.node_agent.agent.settings import Settings
 
 KNOWN_STATES = frozenset(state.value for state in State)

@@ -29,16 +29,15 @@ from typing import Any
 
 from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.node_agent import (
-    PROOF_ANNOTATION,
     SMOKE_LABEL,
     THROTTLE_ANNOTATION,
     UPGRADE_SKIP_LABEL,
-    CudaResult,
     Reason,
     State,
     node_lease_name,
     retry_command,
 )
+from components.catalog.proof import PROOF_ANNOTATION, CudaResult
 from components.node_agent.agent import objects
 from components.node_agent.agent.controller.actions import Action, CreateLease, CreatePod, DeletePod
 from components.node_agent.agent.controller.decisions.context import Context

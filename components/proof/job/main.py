@@ -13,8 +13,9 @@ import sys
 import time
 from collections.abc import Callable
 
+from components.catalog.proof import ProofSettings
 from components.node_agent.agent.kube import ApiError, Kube
-from components.node_agent.agent.proof.check import Proof, ProofApi, ProofSettings
+from components.proof.job.run import Proof, ProofApi
 
 SETTINGS_ENV = "PROOF_SETTINGS"  # the step's settings (JSON), written into the Job by the component
 POD_NAME_ENV = "POD_NAME"

@@ -30,6 +30,8 @@ the GPUs this run needs.
 Nodes are listed by the pool's own selector on every pass, so a node the autoscaler adds during the step is
 included, and a node without the driver-group label is caught instead of skipped. A pool with no node yet gets
 one unpinned CUDA pod: the demand scales it up, and the node it lands on is then listed and checked.
+The judging rules (1-4) and the settings are the catalog's (``components/catalog/proof.py``, shared with the
+rollout controller's continuous proof); this module reads the cluster, runs the CUDA pods (5) and judges a pass.
 Standard library only: it ships in a ConfigMap to the stock Python image with the node agent's API client.
 """
 
@@ -37,13 +39,22 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from components.catalog import gpu_operator_upgrade as upgrade
 from components.catalog import nvidia_driver as crd
-from components.catalog.names import PROOF_NODE_ANNOTATION, PROOF_RUN_LABEL, PROOF_STEP_LABEL
-from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS, UNSCHEDULABLE_TAINT
+from components.catalog.node_agent import UNSCHEDULABLE_TAINT
+from components.catalog.proof import (
+    PROOF_NODE_ANNOTATION,
+    PROOF_RUN_LABEL,
+    PROOF_STEP_LABEL,
+    PoolProof,
+    ProofSettings,
+    Verdict,
+    driver_evidence,
+    mig_evidence,
+    selector_text,
+)
 from components.node_agent.agent import objects
 from components.node_agent.agent.kube import ApiError
 
@@ -64,92 +75,6 @@ class ProofApi(Protocol):
     def delete_pod(self, namespace: str, name: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class PoolProof:
-    """What one pool's nodes must show."""
-
-    pool: str
-    selector: dict[str, str]
-    tolerations: list[dict[str, Any]]
-    resource: str
-    driver_version: str = ""  # "" when the operator installs no driver (the hosts own it): no driver evidence
-    driver_image: str = ""  # what the driver container's image starts with (crd.driver_image_prefix)
-    owner: str = ""  # the NVIDIADriver that must own the nodes ("" with the ClusterPolicy driver)
-    check_script: str = ""  # the sh loop that waits for the declared version (crd.driver_check_script)
-    mig_config: str = ""  # the mig-parted config the pool's nodes must have applied ("" when not re-partitioned)
-    mig_resources: dict[str, int] = field(default_factory=dict)  # what a node must then advertise, exactly
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PoolProof:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown pool settings: {', '.join(unknown)}")
-        if not data.get("driver_version") and not data.get("mig_config"):
-            raise ValueError(f"pool {data.get('pool')}: nothing to prove (no driver version, no MIG config)")
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class ProofSettings:
-    """The step: its pools, where the proof pods run, the CUDA image, and how long the step may take.
-
-    ``priority_class``: the PriorityClass of the CUDA pods (the component's, ``components.smoke_test.proof``).
-    """
-
-    step: str
-    namespace: str
-    operator_namespace: str
-    image: str
-    pools: tuple[PoolProof, ...]
-    deadline_seconds: float = 1800.0
-    poll_seconds: float = 15.0
-    priority_class: str = ""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ProofSettings:
-        values = dict(data)
-        pools = tuple(PoolProof.from_json(pool) for pool in values.pop("pools", []))
-        known = set(cls.__dataclass_fields__) - {"pools"}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown proof settings: {', '.join(unknown)}")
-        if not pools:
-            raise ValueError("a proof needs at least one pool")
-        return cls(pools=pools, **values)
-
-
-@dataclass
-class Verdict:
-    """One pass: each node of the step and why it is not proven ("" = proven)."""
-
-    nodes: dict[str, str] = field(default_factory=dict)
-    pools_without_nodes: list[str] = field(default_factory=list)
-
-    @property
-    def lagging(self) -> dict[str, str]:
-        return {node: why for node, why in sorted(self.nodes.items()) if why}
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.nodes) and not self.lagging and not self.pools_without_nodes
-
-    def summary(self) -> str:
-        """One line a user reads in the Job's failure: the lagging nodes by name, each with why."""
-        parts = [f"{node}: {why}" for node, why in self.lagging.items()]
-        parts += [f"pool {pool}: no node yet" for pool in self.pools_without_nodes]
-        return "; ".join(parts) if parts else f"{len(self.nodes)} node(s) proven"
-
-
-def selector_text(selector: dict[str, str]) -> str:
-    return ",".join(f"{key}={value}" for key, value in sorted(selector.items()))
-
-
-def _node_ready(node: dict[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def current_revisions(api: ProofApi, namespace: str, daemon_sets: list[dict[str, Any]]) -> dict[str, str]:
     """DaemonSet name -> the ``controller-revision-hash`` its current pods carry ("" when it has no revision).
 
@@ -166,82 +91,6 @@ def current_revisions(api: ProofApi, namespace: str, daemon_sets: list[dict[str,
         found = [(objects.name(r), int(r.get("revision") or 0)) for r in revisions]
         hashes[objects.name(daemon_set)] = upgrade.revision_hash(objects.name(daemon_set), found)
     return hashes
-
-
-def _revision_lag(pod: dict[str, Any], revisions: dict[str, str]) -> str:
-    """Why the pod is not from its DaemonSet's newest revision ("" when it is), as ``podInSyncWithDS`` judges."""
-    owner = objects.owner_name(pod)
-    if owner not in revisions:
-        return f"driver pod {objects.name(pod)} belongs to DaemonSet {owner}, which is not there"
-    newest = revisions[owner]
-    if not newest:
-        return f"DaemonSet {owner} of driver pod {objects.name(pod)} has no ControllerRevision"
-    found = objects.labels(pod).get(upgrade.CONTROLLER_REVISION_HASH_LABEL, "")
-    if found != newest:
-        return (
-            f"driver pod {objects.name(pod)} is from revision {found or 'none'} of its DaemonSet, "
-            f"not the newest ({newest})"
-        )
-    return ""
-
-
-def driver_evidence(
-    node: dict[str, Any], driver_pods: list[dict[str, Any]], revisions: dict[str, str], pool: PoolProof
-) -> str:
-    """Why the node's driver is not (yet) the declared one; "" when the operator's side says it is."""
-    labels = objects.labels(node)
-    if not _node_ready(node):
-        return "node is not Ready"
-    if pool.owner and labels.get(crd.OWNER_LABEL, "") != pool.owner:
-        found = labels.get(crd.OWNER_LABEL) or "no NVIDIADriver"
-        return f"owned by {found} ({crd.OWNER_LABEL}), not {pool.owner}"
-    name = objects.name(node)
-    here = [p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name and not objects.terminating(p)]
-    state = labels.get(crd.UPGRADE_STATE_LABEL, "")
-    note = f" (upgrade state {state})" if state else ""
-    if not here:
-        return f"no driver pod{note}"
-    orphans = [objects.name(p) for p in here if objects.owner_kind(p) != "DaemonSet"]
-    if orphans:
-        return f"still runs driver pod {orphans[0]} that no DaemonSet owns (the ClusterPolicy's, not replaced){note}"
-    if len(here) > 1:
-        return f"{len(here)} driver pods: {', '.join(sorted(objects.name(p) for p in here))}{note}"
-    pod = here[0]
-    image = objects.container_image(pod.get("spec") or {}, crd.DRIVER_CONTAINER)
-    if not image.startswith(pool.driver_image):
-        return f"driver pod {objects.name(pod)} runs {image or 'no driver container'}, not {pool.driver_version}{note}"
-    lag = _revision_lag(pod, revisions)
-    if lag:
-        return f"{lag}{note}"
-    if not objects.pod_ready(pod):
-        return f"driver pod {objects.name(pod)} is not Ready{note}"
-    reported = labels.get(crd.GFD_DRIVER_VERSION_LABEL, "")
-    if reported != pool.driver_version:
-        return f"GPU Feature Discovery reports driver {reported or 'none'} ({crd.GFD_DRIVER_VERSION_LABEL})"
-    return ""
-
-
-def mig_evidence(node: dict[str, Any], pool: PoolProof) -> str:
-    """Why the node's MIG layout is not (yet) the declared one; "" when it is, or when none is declared.
-
-    The label alone is an echo (mig-manager's ``success`` may be from the previous config, and it runs its
-    checks before writing ``pending``); the node must also advertise exactly the planned resources (the effect,
-    ``objects.advertises_exactly``, the rule the rollout controller closes a MIG change with).
-    """
-    if not pool.mig_config:
-        return ""
-    labels = objects.labels(node)
-    current = labels.get(MIG_LABEL, "")
-    if current != pool.mig_config:
-        return f"MIG config {current or 'unset'} ({MIG_LABEL}), not {pool.mig_config}"
-    state = labels.get(MIG_STATE_LABEL, "")
-    if state != MIG_STATE_SUCCESS:
-        return f"mig-manager reports {state or 'nothing'} ({MIG_STATE_LABEL})"
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    if not objects.advertises_exactly(allocatable, pool.mig_resources):
-        found = {k: v for k, v in sorted(allocatable.items()) if k.startswith(objects.GPU_RESOURCE_PREFIX)}
-        return f"advertises {found}, not {dict(sorted(pool.mig_resources.items()))}"
-    return ""
 
 
 def pod_name(step: str, run: str, node: str) -> str:

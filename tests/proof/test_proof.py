@@ -19,9 +19,10 @@ from components.base.shipped_code import config_map_key
 from components.catalog.kubernetes import Taint, parse_taint, tolerates
 from components.catalog.names import NODE_GROUP_LABEL, NVIDIA_DRIVER_TYPE
 from components.catalog.node_agent import UNSCHEDULABLE_TAINT
+from components.catalog.proof import ProofSettings
 from components.catalog.upstream import PULUMI_KUBERNETES_SOURCE
-from components.node_agent.agent.proof.check import ProofSettings, proof_pod
-from components.smoke_test.proof import ACCOUNT, PRIORITY_CLASS, PROOF_FILES, proof_sources
+from components.proof.component import ACCOUNT, PRIORITY_CLASS, PROOF_FILES, proof_sources
+from components.proof.job.run import proof_pod
 from preview.run.mocks import PlatformMocks
 from preview.run.runner import ProgramRun, run_program
 from tests.helpers import ROOT, as_overrides, run_raw, set_path, stack_raw
@@ -139,17 +140,17 @@ def test_where_the_hosts_own_the_driver_the_proof_closes_every_re_partitioned_no
 
 def test_every_module_of_the_proof_is_shipped() -> None:
     root = Path(__file__).resolve().parents[2]
-    on_disk = {str(p.relative_to(root)) for p in (root / "components/node_agent/agent/proof").rglob("*.py")}
+    on_disk = {str(p.relative_to(root)) for p in (root / "components/proof/job").rglob("*.py")}
     assert on_disk <= set(PROOF_FILES)
 
 
-def test_the_shipped_checker_runs_on_a_bare_python_with_the_standard_library_only(tmp_path: Path) -> None:
+def test_the_shipped_runner_runs_on_a_bare_python_with_the_standard_library_only(tmp_path: Path) -> None:
     for key, text in proof_sources().items():
         path = next(p for p in PROOF_FILES if config_map_key(p) == key)
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"}
-    module = "components.node_agent.agent.proof.main"
+    module = "components.proof.job.main"
     result = subprocess.run(
         [sys.executable, "-S", "-E", "-m", module], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )

@@ -4,8 +4,8 @@ runs the declared driver and CUDA on it.
 Why a Job: ``pulumi up`` awaits a Job until it completes (pulumi-kubernetes), so the next step (the next
 NVIDIADriver resources, the smoke Jobs) depends on this resource and never on an NVIDIADriver's status, which
 cannot tell an old ``ready`` from a new one (``components.catalog.nvidia_driver``). The Job runs the shipped
-checker (``components/node_agent/agent/proof``: standard library Python on the node agent's pinned image, with
-the node agent's API client) as ``nobody`` with a read-only root, under a ServiceAccount that may list nodes,
+runner (``components/proof/job``, judging by ``components/catalog/proof.py``: standard library Python on the node
+agent's pinned image, with the node agent's API client) as ``nobody`` with a read-only root, under a ServiceAccount that may list nodes,
 list driver pods, DaemonSets and ControllerRevisions in the operator's namespace and create/delete its CUDA pods
 in its own: nothing else.
 
@@ -29,21 +29,26 @@ from components.base.kubernetes_args import downward_env, locked_down_container,
 from components.base.shipped_code import code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as agent_names
 from components.catalog.kubernetes import PRIORITY_CLASS_IMMUTABLE_FIELDS
-from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS, PROOF_NAMESPACE
+from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS
+from components.catalog.proof import PROOF_NAMESPACE
 
-#: What the checker imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
+#: What the runner imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
 PROOF_FILES: tuple[str, ...] = (
     "components/catalog/gpu_operator_upgrade.py",
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
     "components/catalog/nvidia_driver.py",
+    "components/catalog/proof.py",
     "components/node_agent/agent/__init__.py",
     "components/node_agent/agent/kube.py",
     "components/node_agent/agent/objects.py",
-    "components/node_agent/agent/proof/__init__.py",
-    "components/node_agent/agent/proof/check.py",
-    "components/node_agent/agent/proof/main.py",
+    "components/proof/__init__.py",
+    "components/proof/job/__init__.py",
+    "components/proof/job/main.py",
+    "components/proof/job/run.py",
 )
+#: The module the Job runs (``python -m``).
+RUNNER = "components.proof.job.main"
 ACCOUNT = "gpu-platform-proof"
 CODE_CONFIG_MAP = "gpu-platform-proof-code"
 CODE_DIR = "/proof"
@@ -67,7 +72,7 @@ PRIORITY_VALUE = 100_000_000
 #: ``Deletion``): the Job's pods go, and with them the CUDA pods they own. So the next ``pulumi up`` after a
 #: failed proof runs the step's proof again, on a clean slate.
 REPLACE_UNREADY = {"pulumi.com/replaceUnready": "true"}
-#: Minutes the Job may outlive the checker's own deadline (image pull, scheduling) before Kubernetes stops it.
+#: Seconds the Job may outlive the runner's own deadline (image pull, scheduling) before Kubernetes stops it.
 JOB_MARGIN_SECONDS = 300
 
 
@@ -86,7 +91,7 @@ class ProofAccessArgs:
 
 
 class GpuProofAccess(pulumi.ComponentResource):
-    """The proof's namespace, ServiceAccount, least-privilege RBAC, PriorityClass and the checker's code, shared by
+    """The proof's namespace, ServiceAccount, least-privilege RBAC, PriorityClass and the runner's code, shared by
     every step."""
 
     def __init__(self, name: str, args: ProofAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -222,7 +227,7 @@ class GpuProof(pulumi.ComponentResource):
                 name=job_name(settings["step"], settings), namespace=ns, labels=LABELS, annotations=REPLACE_UNREADY
             ),
             spec=k8s.batch.v1.JobSpecArgs(
-                backoff_limit=1,  # the checker itself is level-triggered; one retry covers a lost pod
+                backoff_limit=1,  # the runner itself is level-triggered; one retry covers a lost pod
                 active_deadline_seconds=deadline,
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=LABELS),
@@ -253,7 +258,7 @@ def _pod_spec(settings: dict[str, Any]) -> k8s.core.v1.PodSpecArgs:
         containers=[
             shipped_container(
                 "proof",
-                "components.node_agent.agent.proof.main",
+                RUNNER,
                 CODE_DIR,
                 env=[
                     *downward_env({"POD_NAME": "metadata.name", "POD_UID": "metadata.uid"}),

@@ -2,23 +2,63 @@
 takes there, the declared driver (version, image, owning NVIDIADriver) and the check script, and for a pool the
 program re-partitions its MIG config and the resources a node must then advertise.
 
-Pure data (the ``ProofSettings`` JSON the checker reads, ``components/node_agent/agent/proof/check.py``); the
-stack program registers one ``GpuProof`` Job per step with it. The steps are the driver plan's: the canaries,
+Pure data (the ``ProofSettings`` JSON the Job's runner reads, ``components/catalog/proof.py``); the stack program
+registers one ``GpuProof`` Job per step with it. The steps are the driver plan's: the canaries,
 then the rest (per-pool drivers), or the whole fleet under the ClusterPolicy's one driver; where the hosts own the
 driver, one MIG step over the re-partitioned pools (``mig_step_settings``).
+
+The driver plan is the GPU Operator capability's (``components.gpu_operator.drivers``); capabilities never import
+each other, so this module names only the few fields it reads (``DriverPlanLike``, ``DriverGroupLike``,
+``PoolDriverLike``), which the plan's ``DriverPlan``, ``DriverGroup`` and ``PoolDriver`` have.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from components.catalog import gpu_operator_chart as chart
 from components.catalog import nvidia_driver as crd
 from components.catalog.pools import GpuPool, pool_scheduling
-from components.gpu_operator.drivers import DriverGroup, DriverPlan
 
-#: Seconds between two passes of the checker (each pass lists the nodes and pods once).
+
+class PoolDriverLike(Protocol):
+    """One pool of a driver group: its name and the driver version it runs."""
+
+    @property
+    def pool(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+
+class DriverGroupLike(Protocol):
+    """Pools that run the same driver (one NVIDIADriver, named ``name``), and its upgrade waves."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def pools(self) -> Sequence[PoolDriverLike]: ...
+
+    @property
+    def waves(self) -> int | None: ...
+
+
+class DriverPlanLike(Protocol):
+    """Who owns the driver (``"operator"`` or the hosts), its groups, and whether they are NVIDIADrivers."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def per_pool(self) -> bool: ...
+
+    @property
+    def groups(self) -> Sequence[DriverGroupLike]: ...
+
+
+#: Seconds between two passes of the Job's runner (each pass lists the nodes and pods once).
 POLL_SECONDS = 15.0
 
 
@@ -33,8 +73,8 @@ def _driver_image(values: Mapping[str, Any], obj: Mapping[str, Any] | None, char
 
 def step_settings(
     step: str,
-    groups: Sequence[DriverGroup],
-    plan: DriverPlan,
+    groups: Sequence[DriverGroupLike],
+    plan: DriverPlanLike,
     pools: Sequence[GpuPool],
     *,
     values: Mapping[str, Any],
@@ -70,7 +110,9 @@ def step_settings(
     return _settings(step, entries, image, namespace, operator_namespace, deadline_seconds * waves)
 
 
-def _driver_entry(plan: DriverPlan, group: DriverGroup, version: str, repository: str, image: str) -> dict[str, str]:
+def _driver_entry(
+    plan: DriverPlanLike, group: DriverGroupLike, version: str, repository: str, image: str
+) -> dict[str, str]:
     """What a node of the group must run: the declared version, the image it starts with, the owning NVIDIADriver."""
     return {
         "driver_version": version,
@@ -80,7 +122,7 @@ def _driver_entry(plan: DriverPlan, group: DriverGroup, version: str, repository
 
 
 def pool_declarations(
-    plan: DriverPlan,
+    plan: DriverPlanLike,
     pools: Sequence[GpuPool],
     *,
     values: Mapping[str, Any],

@@ -1,0 +1,1 @@
+"""Tests of the proof (mirrors the package layout)."""
