@@ -16,6 +16,15 @@ from components.catalog.node_agent import AGENT_IMAGE, AGENT_PYTHON
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CODE_VOLUME = "code"
+#: The pure catalog modules every shipped program (the node agent, the proof Job's runner) reads its names, facts
+#: and judging rules from: standard library only (the import-linter contracts), shipped beside the program.
+SHIPPED_CATALOG: tuple[str, ...] = (
+    "components/catalog/gpu_operator_upgrade.py",
+    "components/catalog/names.py",
+    "components/catalog/node_agent.py",
+    "components/catalog/nvidia_driver.py",
+    "components/catalog/proof.py",
+)
 
 
 def config_map_key(path: str) -> str:

@@ -21,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base.kubernetes_args import downward_env, locked_down_container, non_root_pod_security
-from components.base.shipped_code import code_volume, shipped_container, shipped_sources
+from components.base.shipped_code import SHIPPED_CATALOG, code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as names
 from components.catalog.kubernetes import PRIORITY_CLASS_IMMUTABLE_FIELDS
 from components.catalog.names import GPU_NODE_LABEL, GPU_OPERATOR_NAMESPACE, NODE_AGENT_TYPE, PSA_PRIVILEGED
@@ -46,11 +46,7 @@ from components.node_agent.rbac import (
 
 #: What the code ConfigMap ships: both programs and the pure catalog modules they read their names and facts from.
 AGENT_FILES: tuple[str, ...] = (
-    "components/catalog/gpu_operator_upgrade.py",
-    "components/catalog/names.py",
-    "components/catalog/node_agent.py",
-    "components/catalog/nvidia_driver.py",
-    "components/catalog/proof.py",
+    *SHIPPED_CATALOG,
     "components/node_agent/agent/__init__.py",
     "components/node_agent/agent/controller/__init__.py",
     "components/node_agent/agent/controller/actions.py",

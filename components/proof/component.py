@@ -26,7 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.base.kubernetes_args import downward_env, locked_down_container, non_root_pod_security
-from components.base.shipped_code import code_volume, shipped_container, shipped_sources
+from components.base.shipped_code import SHIPPED_CATALOG, code_volume, shipped_container, shipped_sources
 from components.catalog import node_agent as agent_names
 from components.catalog.kubernetes import PRIORITY_CLASS_IMMUTABLE_FIELDS
 from components.catalog.names import GPU_PROOF_ACCESS_TYPE, GPU_PROOF_TYPE, MANAGED_BY_LABELS
@@ -34,11 +34,7 @@ from components.catalog.proof import PROOF_NAMESPACE
 
 #: What the runner imports, shipped in the code ConfigMap (standard library only; see pyproject's contracts).
 PROOF_FILES: tuple[str, ...] = (
-    "components/catalog/gpu_operator_upgrade.py",
-    "components/catalog/names.py",
-    "components/catalog/node_agent.py",
-    "components/catalog/nvidia_driver.py",
-    "components/catalog/proof.py",
+    *SHIPPED_CATALOG,
     "components/node_agent/agent/__init__.py",
     "components/node_agent/agent/kube.py",
     "components/node_agent/agent/objects.py",

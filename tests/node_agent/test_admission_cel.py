@@ -73,7 +73,15 @@ from components.node_agent.desired import operator_runtime_class
 from components.proof import component as proof
 from tests.helpers import ROOT
 from tests.node_agent.sim import admission
-from tests.node_agent.sim.admission import Decision, Policies, Request, node_update, pod_create, service_account_user
+from tests.node_agent.sim.admission import (
+    Decision,
+    Policies,
+    Request,
+    node_update,
+    pod_create,
+    service_account_user,
+    stored_node,
+)
 from tests.node_agent.sim.world import NAMESPACE, World
 
 CONTROLLER = service_account_user(NAMESPACE, admission.CONTROLLER_ACCOUNT, "node-agent-controller-7d9f-x2", "cpu-1")
@@ -365,47 +373,28 @@ def test_an_executor_reports_on_its_own_node(recorded: dict[str, list[Decision]]
 
 
 # -- nodes as the program labels them ------------------------------------------------------------------------
-def _node(name: str, labels: dict[str, str], taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"podCIDR": "10.112.3.0/24", "podCIDRs": ["10.112.3.0/24"], "providerID": f"yandex://{name}"}
-    if taints:
-        spec["taints"] = taints
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": "4711",
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels},
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
-        },
-        "spec": spec,
-        "status": {"allocatable": {"cpu": "64", "nvidia.com/gpu": "8"}, "nodeInfo": {"kubeletVersion": "v1.31.0"}},
-    }
-
-
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 PENDING_TAINT = {"key": MIG_PENDING_TAINT_KEY, "effect": "NoSchedule"}
 #: A node of a group handed over (the program's labels: GPU, pool, opt-in).
-HANDOVER = _node(
+HANDOVER = stored_node(
     "v100-1",
     {GPU_NODE_LABEL: "true", NODE_GROUP_LABEL: "v100", HOST_DRIVER_REMOVAL_LABEL: HOST_DRIVER_REMOVAL_ENABLED},
     [GPU_TAINT],
 )
 #: A node of a MIG pool whose layout goes through the agent.
-MIG = _node(
+MIG = stored_node(
     "a100-1",
     {GPU_NODE_LABEL: "true", NODE_GROUP_LABEL: "a100", MIG_DESIRED_LABEL: "all-1g.10gb", MIG_LABEL: "all-disabled"},
     [GPU_TAINT, PENDING_TAINT],
 )
 #: A GPU node of a pool the agent does not maintain (no opt-in, no desired layout).
-OTHER_GPU = _node("t4-1", {GPU_NODE_LABEL: "true", NODE_GROUP_LABEL: "t4"}, [GPU_TAINT])
-CONTROL_PLANE = _node(
+OTHER_GPU = stored_node("t4-1", {GPU_NODE_LABEL: "true", NODE_GROUP_LABEL: "t4"}, [GPU_TAINT])
+CONTROL_PLANE = stored_node(
     "master-1",
     {"node-role.kubernetes.io/control-plane": ""},
     [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
 )
-CPU = _node("cpu-1", {"node.kubernetes.io/instance-type": "standard-v3"})
+CPU = stored_node("cpu-1", {"node.kubernetes.io/instance-type": "standard-v3"})
 
 
 def _update(node: dict[str, Any], patch: dict[str, Any], user: dict[str, Any] = CONTROLLER) -> Decision:

@@ -22,21 +22,13 @@ from components.catalog.nvidia_driver import GFD_DRIVER_VERSION_LABEL
 from components.node_agent.agent import objects
 from components.node_agent.agent.controller.main import metrics_server
 from components.node_agent.agent.controller.proving import metrics_text
-from tests.node_agent.sim.actors import LAYOUTS, OperatorDriver
+from tests.node_agent.sim.actors import LAYOUTS
 from tests.node_agent.sim.api import clone
-from tests.node_agent.sim.world import NAMESPACE, POOL, World
+from tests.node_agent.sim.world import DECLARED_DRIVER, DECLARED_LAYOUT, NAMESPACE, POOL, World, declared
 
-VERSION = "580.95.05"
-LAYOUT = "all-1g.10gb"
-DECLARED = {
-    POOL: {
-        "driver_version": VERSION,
-        "driver_image": f"nvcr.io/nvidia/driver:{VERSION}",
-        "owner": OperatorDriver.OWNER,
-        "mig_config": LAYOUT,
-        "mig_resources": LAYOUTS[LAYOUT],
-    }
-}
+VERSION = DECLARED_DRIVER
+LAYOUT = DECLARED_LAYOUT
+DECLARED = declared()
 
 
 def _world(nodes: int = 2) -> World:

@@ -30,22 +30,14 @@ from components.catalog.node_agent import (
 )
 from components.node_agent.agent import objects
 from tests.node_agent.invariants import assert_sound, proves
-from tests.node_agent.sim.actors import LAYOUTS, OperatorDriver, ReplicaSet
+from tests.node_agent.sim.actors import LAYOUTS, ReplicaSet
 from tests.node_agent.sim.api import clone
-from tests.node_agent.sim.world import NAMESPACE, POOL, World
+from tests.node_agent.sim.world import DECLARED_DRIVER, DECLARED_LAYOUT, NAMESPACE, POOL, World, declared
 
-VERSION = "580.95.05"
-LAYOUT = "all-1g.10gb"
+VERSION = DECLARED_DRIVER
+LAYOUT = DECLARED_LAYOUT
 RESOURCE = "nvidia.com/mig-1g.10gb"
-DECLARED = {
-    POOL: {
-        "driver_version": VERSION,
-        "driver_image": f"nvcr.io/nvidia/driver:{VERSION}",
-        "owner": OperatorDriver.OWNER,
-        "mig_config": LAYOUT,
-        "mig_resources": LAYOUTS[LAYOUT],
-    }
-}
+DECLARED = declared()
 
 
 def settled_pool(nodes: int = 2, **settings: Any) -> World:

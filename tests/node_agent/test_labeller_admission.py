@@ -22,7 +22,7 @@ from components.node_agent.admission import CONTROLLER_POLICY, LABELLER_POLICY, 
 from components.node_agent.agent.labeller.membership import parse_memberships, patches
 from tests.helpers import plan_raw, stack_raw
 from tests.node_agent.sim import admission
-from tests.node_agent.sim.admission import Decision, Policies, node_update, service_account_user
+from tests.node_agent.sim.admission import Decision, Policies, node_update, service_account_user, stored_node
 from tests.node_agent.sim.world import NAMESPACE
 
 MEMBERSHIPS: dict[str, Any] = plan_raw(stack_raw("existing")).node_agent_memberships
@@ -39,23 +39,7 @@ POLICIES = Policies(
 
 
 def node(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": "4711",
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels},
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
-        },
-        "spec": {
-            "podCIDR": "10.112.3.0/24",
-            "podCIDRs": ["10.112.3.0/24"],
-            "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
-        },
-        "status": {"allocatable": {"cpu": "64", "nvidia.com/gpu": "8"}, "nodeInfo": {"kubeletVersion": "v1.31.0"}},
-    }
+    return stored_node(name, labels, [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
 
 
 #: Nodes as whoever provisions them labels them, and as the labeller left them.

@@ -162,6 +162,27 @@ class Request:
         return request
 
 
+def stored_node(name: str, labels: dict[str, str], taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A Node as the API server stores it (the kubelet's own labels and fields beside ``labels`` and ``taints``):
+    the object the policies' requests are made of."""
+    spec: dict[str, Any] = {"podCIDR": "10.112.3.0/24", "podCIDRs": ["10.112.3.0/24"], "providerID": f"yandex://{name}"}
+    if taints:
+        spec["taints"] = taints
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "resourceVersion": "4711",
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": spec,
+        "status": {"allocatable": {"cpu": "64", "nvidia.com/gpu": "8"}, "nodeInfo": {"kubeletVersion": "v1.31.0"}},
+    }
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: ``null`` deletes a key, a list replaces the whole list."""
     if not isinstance(patch, dict):

@@ -84,6 +84,25 @@ from tests.node_agent.sim.host import SimHost
 
 NAMESPACE = "gpu-platform-system"
 POOL = "a100"
+#: The driver and MIG layout the simulated pool declares where a test proves it (``Settings.declarations``).
+DECLARED_DRIVER = "580.95.05"
+DECLARED_LAYOUT = "all-1g.10gb"
+
+
+def declared(version: str = DECLARED_DRIVER, layout: str = DECLARED_LAYOUT) -> dict[str, dict[str, Any]]:
+    """The pool's declaration as the plan hands it to the controller: the operator's driver of ``version`` (its
+    image, the ClusterPolicy's owner) and the MIG ``layout`` with the resources a node then advertises."""
+    return {
+        POOL: {
+            "driver_version": version,
+            "driver_image": f"nvcr.io/nvidia/driver:{version}",
+            "owner": OperatorDriver.OWNER,
+            "mig_config": layout,
+            "mig_resources": LAYOUTS[layout],
+        }
+    }
+
+
 START = 1_800_000_000.0
 ALLOWED = {(t.source.value, t.target.value) for t in TRANSITIONS}
 #: Every (source, target) move any world of this process saw the controller make (the table's coverage test).
