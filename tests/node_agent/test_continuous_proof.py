@@ -24,7 +24,7 @@ from components.node_agent.agent.controller.main import metrics_server
 from components.node_agent.agent.controller.proving import metrics_text
 from tests.node_agent.sim.actors import LAYOUTS
 from tests.node_agent.sim.api import clone
-from tests.node_agent.sim.world import DECLARED_DRIVER, DECLARED_LAYOUT, NAMESPACE, POOL, World, declared
+from tests.node_agent.sim.world import DECLARED_DRIVER, DECLARED_LAYOUT, NAMESPACE, POOL, World, declared, declared_pool
 
 VERSION = DECLARED_DRIVER
 LAYOUT = DECLARED_LAYOUT
@@ -33,14 +33,7 @@ DECLARED = declared()
 
 def _world(nodes: int = 2) -> World:
     """A pool on its declared layout already (no rollout to do), the operator's driver on every node."""
-    world = World(
-        nodes=nodes,
-        flow="mig",
-        start_layout=LAYOUT,
-        target_layout=LAYOUT,
-        pods_per_node=0,
-        settings={"declarations": DECLARED},
-    )
+    world = declared_pool(nodes)
     for name in list(world.api.store["nodes"]):
         _kubelet_and_gfd(world, name)
     return world

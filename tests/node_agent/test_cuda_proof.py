@@ -32,7 +32,7 @@ from components.node_agent.agent import objects
 from tests.node_agent.invariants import assert_sound, proves
 from tests.node_agent.sim.actors import LAYOUTS, ReplicaSet
 from tests.node_agent.sim.api import clone
-from tests.node_agent.sim.world import DECLARED_DRIVER, DECLARED_LAYOUT, NAMESPACE, POOL, World, declared
+from tests.node_agent.sim.world import DECLARED_DRIVER, DECLARED_LAYOUT, NAMESPACE, POOL, World, declared, declared_pool
 
 VERSION = DECLARED_DRIVER
 LAYOUT = DECLARED_LAYOUT
@@ -42,14 +42,7 @@ DECLARED = declared()
 
 def settled_pool(nodes: int = 2, **settings: Any) -> World:
     """A pool already on its declared layout (no rollout to do), its nodes proven: the last ``pulumi up`` is done."""
-    world = World(
-        nodes=nodes,
-        flow="mig",
-        start_layout=LAYOUT,
-        target_layout=LAYOUT,
-        pods_per_node=0,
-        settings={"declarations": DECLARED, **settings},
-    )
+    world = declared_pool(nodes, **settings)
     world.run(900.0)
     assert all(cuda(world, name)["result"] == "passed" for name in world.states()), world.states()
     return world

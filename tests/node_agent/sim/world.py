@@ -787,3 +787,16 @@ class World:
 
     def states(self) -> dict[str, str]:
         return {name: self.state(name) for name in sorted(self.api.store["nodes"])}
+
+
+def declared_pool(nodes: int = 2, **settings: Any) -> World:
+    """A pool already on its declared layout (no rollout to do), its declaration given to the controller: the state
+    the last ``pulumi up`` left, where the continuous proof takes over."""
+    return World(
+        nodes=nodes,
+        flow="mig",
+        start_layout=DECLARED_LAYOUT,
+        target_layout=DECLARED_LAYOUT,
+        pods_per_node=0,
+        settings={"declarations": declared(), **settings},
+    )
