@@ -184,31 +184,33 @@ class DriverPlan:
 class DriverContext:
     """What the driver checks need from other sections of the stack (computed by the stack plan)."""
 
-    bare_metal: bool
+    #: The hosts' driver is declared stack-wide by ``gpuOperator.driver.owner`` (the program prepares the hosts:
+    #: bare metal), not per pool by what the nodes come with.
+    owner_declares_hosts: bool
     cuda_version: str
     cuda_check: CudaCheckMode
     host_configures_containerd: bool = False
     smoke_image_cuda: str | None = None  # None when the smoke test is off
 
 
-def driver_owner(operator: GpuOperatorConfig, pools: Sequence[GpuPool], bare_metal: bool) -> str:
+def driver_owner(operator: GpuOperatorConfig, pools: Sequence[GpuPool], owner_declares_hosts: bool) -> str:
     """The configured owner, or the default: operator when any pool is driverless, else host."""
     if operator.driver.owner is not None:
         return operator.driver.owner
-    if bare_metal:
+    if owner_declares_hosts:
         return "host"
     operator_needed = any(not pool.preinstalled_driver or pool.host_driver_removal for pool in pools)
     return "operator" if operator_needed else "host"
 
 
-def driverless_hosts(operator: GpuOperatorConfig, bare_metal: bool) -> bool:
+def driverless_hosts(operator: GpuOperatorConfig, owner_declares_hosts: bool) -> bool:
     """Bare-metal hosts without a host driver: ``gpuOperator.driver.owner: operator`` on a bare-metal stack says so.
 
     Why the owner says it and no second key: on bare metal an operator-owned driver is only safe on hosts
     that have none (two drivers on one node fight), so the one choice implies the other; host preparation
     then checks that no host driver is there instead of checking its version.
     """
-    return bare_metal and operator.driver.owner == "operator"
+    return owner_declares_hosts and operator.driver.owner == "operator"
 
 
 def toolkit_enabled(operator: GpuOperatorConfig, host_configures_containerd: bool) -> bool:
@@ -227,7 +229,7 @@ def plan_driver(
         return None, []
     requests = requests or {}
     problems = list(_ownership_problems(operator, pools, context))
-    owner = driver_owner(operator, pools, context.bare_metal)
+    owner = driver_owner(operator, pools, context.owner_declares_hosts)
     if owner == "operator":
         key = join_path(OPERATOR_PATH, "driver", "version")
         version = operator.driver.version or chart.release(operator.chart_version).default_driver_version
@@ -424,8 +426,8 @@ def _smoke_and_toolkit_problems(
 def _ownership_problems(
     operator: GpuOperatorConfig, pools: Sequence[GpuPool], context: DriverContext
 ) -> Iterator[Problem]:
-    owner = driver_owner(operator, pools, context.bare_metal)
-    if owner == "operator" and context.bare_metal:
+    owner = driver_owner(operator, pools, context.owner_declares_hosts)
+    if owner == "operator" and context.owner_declares_hosts:
         yield from _driverless_host_problems(operator, context)
     for pool in pools:
         if owner == "host" and pool.host_driver_removal:
@@ -445,7 +447,7 @@ def _ownership_problems(
                 "(gpuOperator.driver.owner: operator), so two drivers would fight; recreate the group with "
                 "gpuEnvironment: runc (recommended) or set hostDriverRemoval: true",
             )
-        if owner == "host" and not pool.preinstalled_driver and not context.bare_metal:
+        if owner == "host" and not pool.preinstalled_driver and not context.owner_declares_hosts:
             yield Problem(
                 join_path(pool.config_path, "gpuEnvironment"),
                 "runc nodes have no driver, but gpuOperator.driver.owner is host; use owner operator "

@@ -118,7 +118,7 @@ class Plan:
         return HostPreparationPlan(
             required_min_driver=minimum_driver(stack.cuda.version, stack.cuda.check),
             expected_driver_version=host_driver.version if host_driver else "",
-            driverless=driverless_hosts(stack.gpu_operator, bare_metal=True),
+            driverless=driverless_hosts(stack.gpu_operator, owner_declares_hosts=self.platform.owner_declares_hosts),
         )
 
     @property
@@ -275,7 +275,7 @@ def _plan_stack(stack: StackConfig, recorded_mig: RecordedPlan | None) -> Plan:
     mig, mig_problems = plan_mig(pools, mig_requests(stack), stack.mig, recorded_mig)
     host_configures_containerd = platform.host_configures_containerd(stack)
     context = DriverContext(
-        bare_metal=platform.owner_declares_hosts,
+        owner_declares_hosts=platform.owner_declares_hosts,
         cuda_version=stack.cuda.version,
         cuda_check=stack.cuda.check,
         host_configures_containerd=host_configures_containerd,

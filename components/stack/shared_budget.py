@@ -18,6 +18,7 @@ from components.catalog.pools import GpuPool
 from components.gpu_operator.drivers import DriverPlan, PoolDriverRequest
 from components.node_agent.desired import pool_budgets
 from components.stack.config import StackConfig
+from components.stack.platforms.registry import platform_of
 
 
 def shared_budget_problems(
@@ -35,8 +36,7 @@ def shared_budget_problems(
     for its budget, must not let more of the pool's nodes go than the agent's budget does. Nothing to check where
     the hosts own the driver (no driver groups: ``driver.enabled=false``) or the group's upgrade controller is off.
     """
-    bare_metal = stack.bare_metal
-    keys = {node.name: node.pool for node in bare_metal.nodes} if bare_metal else {}
+    keys = platform_of(stack).budget_keys(stack)
     members: dict[str, list[GpuPool]] = {}
     for pool in agent_pools:
         members.setdefault(keys.get(pool.name, pool.name), []).append(pool)

@@ -78,7 +78,7 @@ class BareMetalPlatform(GpuPlatform):
             yield Problem("bareMetal", "is required when cluster.kind is bare-metal (the nodes and how to reach them)")
             return
         yield from section.problems("bareMetal")
-        if driverless_hosts(stack.gpu_operator, bare_metal=True):
+        if driverless_hosts(stack.gpu_operator, owner_declares_hosts=True):
             for index, node in enumerate(section.nodes):
                 if node.labels.get(GPU_DEPLOY_DRIVER_LABEL) == "false":
                     yield Problem(
@@ -112,14 +112,14 @@ class BareMetalPlatform(GpuPlatform):
         return [node.name for node in section.nodes] if section is not None else []
 
     def operator_driver_pools(self, stack: StackConfig) -> dict[str, bool]:
-        driverless = driverless_hosts(stack.gpu_operator, bare_metal=True)
+        driverless = driverless_hosts(stack.gpu_operator, owner_declares_hosts=True)
         return {name: driverless for name in self.pool_names(stack)}
 
     def pools(self, stack: StackConfig) -> tuple[GpuPool, ...]:
         section = self._section(stack)
         if section is None:
             return ()
-        driverless = driverless_hosts(stack.gpu_operator, bare_metal=True)
+        driverless = driverless_hosts(stack.gpu_operator, owner_declares_hosts=True)
         return tuple(
             GpuPool(
                 name=node.name,
