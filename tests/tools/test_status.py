@@ -449,6 +449,15 @@ def test_every_state_gets_its_verdict_and_reason_in_the_table_and_the_document(
         reasons = [f"{r['field']}: {r['message']}" for r in entry["reasons"]]
         assert reasons[0].startswith(member.reason) if member.reason else reasons == [], (name, reasons)
         assert entry["reasons"] == [] or entry["reasons"][0]["verdict"] == member.verdict, "the first reason decides"
+    if stack == "dev":  # the CUDA part of the record, as a consumer reads it: whether it is of the node as it is
+        assert nodes["v100-rebooted"]["proof"]["cuda"]["current"] is False
+        assert nodes["v100-cuda-waiting"]["proof"]["cuda"] == {
+            "result": "waiting",
+            "current": True,
+            "at": "2026-11-30T09:00:00Z",
+            "reason": nodes["v100-cuda-waiting"]["proof"]["cuda"]["reason"],
+        }
+        assert nodes["v100-cuda-waiting"]["proof"]["cuda"]["reason"], "why it waits"
     assert document["summary"]["otherNodes"] == (1 if stack == "dev" else 0)
     assert sum(document["summary"][v] for v in ("conformant", "drift", "in-maintenance", "failed", "unknown")) == len(
         expected
@@ -469,7 +478,12 @@ def test_the_document_carries_what_each_field_shows(
         "running": "580.95.05",
         "image": "nvcr.io/nvidia/driver:580.95.05-ubuntu22.04",
     }
-    assert nodes["v100-ok"]["proof"] == {"result": "passed", "at": "2026-11-30T09:00:00Z", "driver": "580.95.05"}
+    assert nodes["v100-ok"]["proof"] == {
+        "result": "passed",
+        "at": "2026-11-30T09:00:00Z",
+        "driver": "580.95.05",
+        "cuda": {"result": "passed", "current": True, "at": "2026-11-30T09:00:00Z"},
+    }
     assert nodes["v100-autoscaled"]["proof"] == {"result": "none"}
     failed = nodes["a100-mig-failed"]
     assert failed["mig"] == {

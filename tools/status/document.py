@@ -32,12 +32,21 @@ def counts(statuses: Iterable[NodeStatus]) -> dict[str, int]:
     return found
 
 
-def _proof(proof: Proof) -> dict[str, Any]:
+def _proof(proof: Proof, status: NodeStatus) -> dict[str, Any]:
+    """The node's proof record; its ``cuda`` part with ``current``: whether it is about the node as it is now (its
+    UID and boot), which is what a consumer asks ("did CUDA run on this machine?")."""
     entry: dict[str, Any] = {"result": proof.result}
     for key in ("at", "reason", "driver", "mig"):
         value = getattr(proof, key)
         if value is not None:
             entry[key] = value
+    cuda = proof.cuda
+    if cuda is not None:
+        entry["cuda"] = {
+            "result": cuda.result,
+            "current": (cuda.uid, cuda.boot_id) == (status.uid, status.boot_id),
+            **{key: value for key, value in (("at", cuda.at), ("reason", cuda.reason)) if value is not None},
+        }
     return entry
 
 
@@ -71,7 +80,7 @@ def node_entry(status: NodeStatus) -> dict[str, Any]:
         },
         "upgrade": {"state": status.upgrade_state},
         "cordoned": status.cordoned,
-        "proof": _proof(status.proof),
+        "proof": _proof(status.proof, status),
         "reasons": [
             {"field": finding.field, "verdict": str(finding.verdict), "message": finding.message}
             for finding in status.reasons
