@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import functools
 import json
 import os
 import runpy
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +92,23 @@ async def _resolve(value: Any, masked: bool) -> tuple[Any, bool]:
     return value, False
 
 
+@functools.cache
+def scratch_project(root: Path) -> Path:
+    """A folder that mirrors ``root`` entry by entry (symbolic links), with a ``build`` folder of its own.
+
+    Why: the program writes into its project folder (the Kubeflow overlay under ``build/kubeflow/<stack>``, which
+    its kustomize Directories then read). A run of an overridden config (a test's variation of a stack) is not the
+    project's stack, and writing its overlay there raced with a preview of the real stack reading its own: two
+    previews of one tree differed. One mirror per project and process; the process's runs are sequential.
+    """
+    mirror = Path(tempfile.mkdtemp(prefix="gpu-platform-run-"))
+    atexit.register(shutil.rmtree, mirror, True)  # the links and the mirror's own build folder only
+    for entry in root.iterdir():
+        if entry.name != "build":
+            (mirror / entry.name).symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+    return mirror
+
+
 def run_program(
     stack: str,
     root: Path = REPO_ROOT,
@@ -136,7 +157,8 @@ def run_program(
     previous_cwd = Path.cwd()
     with mocked_engine(PlatformMocks(), project=PROJECT, stack=stack) as monitor:
         set_all_config(config, secret_keys=secret_keys)
-        os.chdir(root)  # the engine runs a program in its project folder
+        # The engine runs a program in its project folder; a config that is not the stack file's runs in a mirror of it.
+        os.chdir(root if overrides is None else scratch_project(root))
         try:
             program()
         except StackConfigError as error:
