@@ -20,7 +20,7 @@ from components.bare_metal import host_prep_steps as steps
 from components.base.config_model import ConfigModel, gpu_node_taints_problems, label_problems
 from components.base.problems import Problem, join_path
 from components.catalog.file_paths import file_path_problem
-from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
+from components.catalog.gpus import gpu_model_problem, host_gpu_count_problem
 from components.catalog.kernel_args import kernel_arg_problem
 from components.catalog.kubernetes import (
     Taint,
@@ -151,11 +151,9 @@ class BareMetalConfig(ConfigModel):
             if pool_problem:
                 yield Problem(join_path(node_path, "pool"), f"{pool_problem} (it becomes a node label value)")
             yield from _taint_problems(node, node_path)
-            if node.gpu_model not in GPU_MODELS:
-                allowed = ", ".join(GPU_MODELS)
-                yield Problem(
-                    join_path(node_path, "gpuModel"), f"{node.gpu_model!r} is not a known GPU model; allowed: {allowed}"
-                )
+            model_problem = gpu_model_problem(node.gpu_model)
+            if model_problem:
+                yield Problem(join_path(node_path, "gpuModel"), model_problem)
             gpu_count_problem = host_gpu_count_problem(node.gpu_model, node.gpus)
             if gpu_count_problem:
                 yield Problem(join_path(node_path, "gpus"), gpu_count_problem)

@@ -31,14 +31,12 @@ from components.catalog.names import (
     CONTESTED_NODE_LABELS,
     DECLARED_TAINTS_ANNOTATION,
     FIELD_MANAGER,
-    GPU_MODEL_LABEL,
-    GPU_NODE_LABEL,
-    NODE_GROUP_LABEL,
     NODE_LABELS_TYPE,
     PATCH_FIELD_MANAGER_ANNOTATION,
     PATCH_FORCE_ANNOTATION,
     UNTAINTED_ACCEPTED_ANNOTATION,
 )
+from components.catalog.pools import gpu_node_labels
 
 
 def bare_metal_labels(node: BareMetalNode, owned: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -48,10 +46,7 @@ def bare_metal_labels(node: BareMetalNode, owned: Mapping[str, str] | None = Non
     (which NVIDIADriver selects the node) and the MIG config label; they go last, so no label from
     ``labels`` can replace them.
     """
-    labels = {GPU_NODE_LABEL: "true", GPU_MODEL_LABEL: node.gpu_model, NODE_GROUP_LABEL: node.pool}
-    labels.update(node.labels)
-    labels.update(owned or {})
-    return dict(sorted(labels.items()))
+    return gpu_node_labels(node.pool, node.gpu_model, labels=node.labels, owned=owned)
 
 
 def declared_taint_annotations(node: BareMetalNode) -> dict[str, str]:

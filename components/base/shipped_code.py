@@ -23,6 +23,7 @@ SHIPPED_CATALOG: tuple[str, ...] = (
     "components/catalog/names.py",
     "components/catalog/node_agent.py",
     "components/catalog/nvidia_driver.py",
+    "components/catalog/objects.py",
     "components/catalog/proof.py",
 )
 

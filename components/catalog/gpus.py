@@ -205,6 +205,11 @@ def gpu_model(key: str) -> GpuModel:
         raise UnknownGpuModelError(f"unknown GPU model {key!r}; known models: {known}") from None
 
 
+def gpu_model_problem(key: str) -> str | None:
+    """Why ``key`` names no GPU model of the table (with the models it may name); None when it names one."""
+    return None if key in GPU_MODELS else f"{key!r} is not a known GPU model; allowed: {', '.join(GPU_MODELS)}"
+
+
 def host_gpu_count_problem(key: str, gpus: int) -> str | None:
     """Why a whole host of model ``key`` cannot have ``gpus`` GPUs, with the counts it comes in; None if it can.
 

@@ -551,3 +551,11 @@ def works_on_pool(*, host_driver_removal: bool, mig_pool: bool, mig_layout: bool
     (``hostDriverRemoval: true``), and on a pool the program partitions with MIG when layout changes go through the
     agent (``nodeAgent.migLayout: true``). Its controller and executors exist only where it works on some pool."""
     return host_driver_removal or (mig_layout and mig_pool)
+
+
+#: The kubelet's admission rejects a pod bound to a node without enough of a resource with the reason
+#: ``OutOf<resource>`` (kubernetes ``pkg/kubelet/lifecycle/predicate.go``, ``InsufficientResourceError``; the pod
+#: ends ``Failed``, its message "Pod was rejected: Node didn't have enough resource: ..."): the node's devices are
+#: all in use. That is no failure of the node: a CUDA proof is given back and tried again. The kubelet is not among
+#: the pinned sources in ``.upstream/``, so no upstream fact checks this one.
+NO_FREE_DEVICE_PREFIX: Final = "OutOf"

@@ -10,12 +10,19 @@ them as plain data, and what differs between platforms is data here (``source``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from components.catalog.gpus import GpuModel
 from components.catalog.kubernetes import Taint, tolerations_for
+from components.catalog.names import (
+    GPU_MODEL_LABEL,
+    GPU_NODE_LABEL,
+    HOST_DRIVER_REMOVAL_ENABLED,
+    HOST_DRIVER_REMOVAL_LABEL,
+    NODE_GROUP_LABEL,
+)
 
 
 @dataclass(frozen=True)
@@ -54,3 +61,23 @@ def gpu_taints(pools: Iterable[GpuPool]) -> list[Taint]:
 def pool_scheduling(pool: GpuPool) -> dict[str, Any]:
     """What a pod needs to land on the pool: a node selector and a toleration for each taint."""
     return {"nodeSelector": dict(pool.node_selector), "tolerations": tolerations_for(pool.taints)}
+
+
+def gpu_node_labels(
+    pool_label: str,
+    gpu_model: str,
+    *,
+    host_driver_removal: bool = False,
+    labels: Mapping[str, str] | None = None,
+    owned: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Every label the program puts on a GPU node of a pool, whatever puts it there (a Yandex group at creation, a
+    bare-metal host's NodePatch, the node agent's labeller on an existing cluster): the GPU, pool and model labels
+    and the hand-over opt-in, then the config's own ``labels``, then ``owned`` (what the stack decides: the driver
+    group, the MIG config), which no config label can replace. Sorted, so every writer writes the same map."""
+    result = {NODE_GROUP_LABEL: pool_label, GPU_MODEL_LABEL: gpu_model, GPU_NODE_LABEL: "true"}
+    if host_driver_removal:
+        result[HOST_DRIVER_REMOVAL_LABEL] = HOST_DRIVER_REMOVAL_ENABLED
+    result.update(labels or {})
+    result.update(owned or {})
+    return dict(sorted(result.items()))

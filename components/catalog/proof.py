@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from components.catalog import gpu_operator_upgrade as upgrade
 from components.catalog import nvidia_driver as crd
+from components.catalog import objects
 from components.catalog.names import PROOF_NAMESPACE, PROOF_NODE_ANNOTATION, PROOF_RUN_LABEL, PROOF_STEP_LABEL
 from components.catalog.node_agent import MIG_LABEL, MIG_STATE_LABEL, MIG_STATE_SUCCESS, PROOF_ANNOTATION
 
@@ -159,36 +160,6 @@ def selector_text(selector: dict[str, str]) -> str:
 GPU_RESOURCE_PREFIX: Final = "nvidia.com/"
 
 
-def _labels(obj: dict[str, Any]) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
-def _name(obj: dict[str, Any]) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def _controller(pod: dict[str, Any]) -> dict[str, Any]:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    controller = [owner for owner in owners if owner.get("controller")] or owners
-    return dict(controller[0]) if controller else {}
-
-
-def _terminating(obj: dict[str, Any]) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _ready(obj: dict[str, Any]) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def _container_image(spec: dict[str, Any], container: str) -> str:
-    for item in spec.get("containers") or []:
-        if item.get("name") == container:
-            return str(item.get("image", ""))
-    return ""
-
-
 def gpu_resources(allocatable: dict[str, Any]) -> dict[str, int]:
     """The NVIDIA resources in a node's allocatable with a count above zero, by name."""
     found: dict[str, int] = {}
@@ -224,15 +195,15 @@ def revision_lag(pod: dict[str, Any], revisions: dict[str, str]) -> str:
     ``revisions``: DaemonSet name -> the ``controller-revision-hash`` of its newest ControllerRevision ("" when it
     has none; the Job's runner reads them, ``components.proof.job.run.current_revisions``).
     """
-    owner = str(_controller(pod).get("name", ""))
+    owner = str(objects.controller_owner(pod).get("name", ""))
     if owner not in revisions:
-        return f"driver pod {_name(pod)} belongs to DaemonSet {owner}, which is not there"
+        return f"driver pod {objects.name(pod)} belongs to DaemonSet {owner}, which is not there"
     newest = revisions[owner]
     if not newest:
-        return f"DaemonSet {owner} of driver pod {_name(pod)} has no ControllerRevision"
-    found = _labels(pod).get(upgrade.CONTROLLER_REVISION_HASH_LABEL, "")
+        return f"DaemonSet {owner} of driver pod {objects.name(pod)} has no ControllerRevision"
+    found = objects.labels(pod).get(upgrade.CONTROLLER_REVISION_HASH_LABEL, "")
     if found != newest:
-        return f"driver pod {_name(pod)} is from revision {found or 'none'} of its DaemonSet, not the newest ({newest})"
+        return f"driver pod {objects.name(pod)} is from revision {found or 'none'} of its DaemonSet, not the newest ({newest})"
     return ""
 
 
@@ -240,32 +211,32 @@ def driver_evidence(
     node: dict[str, Any], driver_pods: list[dict[str, Any]], revisions: dict[str, str], pool: PoolProof
 ) -> str:
     """Why the node's driver is not (yet) the declared one; "" when the operator's side says it is."""
-    labels = _labels(node)
-    if not _ready(node):
+    labels = objects.labels(node)
+    if not objects.ready(node):
         return "node is not Ready"
     if pool.owner and labels.get(crd.OWNER_LABEL, "") != pool.owner:
         found = labels.get(crd.OWNER_LABEL) or "no NVIDIADriver"
         return f"owned by {found} ({crd.OWNER_LABEL}), not {pool.owner}"
-    name = _name(node)
-    here = [p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name and not _terminating(p)]
+    name = objects.name(node)
+    here = [p for p in driver_pods if (p.get("spec") or {}).get("nodeName") == name and not objects.terminating(p)]
     state = labels.get(crd.UPGRADE_STATE_LABEL, "")
     note = f" (upgrade state {state})" if state else ""
     if not here:
         return f"no driver pod{note}"
-    orphans = [_name(p) for p in here if _controller(p).get("kind", "") != "DaemonSet"]
+    orphans = [objects.name(p) for p in here if objects.controller_owner(p).get("kind", "") != "DaemonSet"]
     if orphans:
         return f"still runs driver pod {orphans[0]} that no DaemonSet owns (the ClusterPolicy's, not replaced){note}"
     if len(here) > 1:
-        return f"{len(here)} driver pods: {', '.join(sorted(_name(p) for p in here))}{note}"
+        return f"{len(here)} driver pods: {', '.join(sorted(objects.name(p) for p in here))}{note}"
     pod = here[0]
-    image = _container_image(pod.get("spec") or {}, crd.DRIVER_CONTAINER)
+    image = objects.container_image(pod.get("spec") or {}, crd.DRIVER_CONTAINER)
     if not image.startswith(pool.driver_image):
-        return f"driver pod {_name(pod)} runs {image or 'no driver container'}, not {pool.driver_version}{note}"
+        return f"driver pod {objects.name(pod)} runs {image or 'no driver container'}, not {pool.driver_version}{note}"
     lag = revision_lag(pod, revisions)
     if lag:
         return f"{lag}{note}"
-    if not _ready(pod):
-        return f"driver pod {_name(pod)} is not Ready{note}"
+    if not objects.ready(pod):
+        return f"driver pod {objects.name(pod)} is not Ready{note}"
     reported = labels.get(crd.GFD_DRIVER_VERSION_LABEL, "")
     if reported != pool.driver_version:
         return f"GPU Feature Discovery reports driver {reported or 'none'} ({crd.GFD_DRIVER_VERSION_LABEL})"
@@ -281,7 +252,7 @@ def mig_evidence(node: dict[str, Any], pool: PoolProof) -> str:
     """
     if not pool.mig_config:
         return ""
-    labels = _labels(node)
+    labels = objects.labels(node)
     current = labels.get(MIG_LABEL, "")
     if current != pool.mig_config:
         return f"MIG config {current or 'unset'} ({MIG_LABEL}), not {pool.mig_config}"

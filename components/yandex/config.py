@@ -18,7 +18,7 @@ from components.base.config_model import ConfigModel, checked_taints, label_prob
 from components.base.merge import deep_merge
 from components.base.problems import Problem, join_path
 from components.catalog.drivers import PREINSTALLED_ENVIRONMENT
-from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model
+from components.catalog.gpus import GPU_MODELS, GpuModel, gpu_model, gpu_model_problem
 from components.catalog.kubernetes import (
     MAX_CLUSTER_NODES,
     Taint,
@@ -347,8 +347,8 @@ class NodeGroupConfig(ConfigModel):
                     f"is required on {self.platform}: Yandex does not name its chip ({platform.description}); "
                     f"allowed: {', '.join(GPU_MODELS)}",
                 )
-        elif self.gpu_model not in GPU_MODELS:
-            yield Problem(key, f"{self.gpu_model!r} is not a known GPU model; allowed: {', '.join(GPU_MODELS)}")
+        elif unknown := gpu_model_problem(self.gpu_model):
+            yield Problem(key, unknown)
         elif platform.gpu_model is not None and self.gpu_model != platform.gpu_model:
             yield Problem(key, f"{self.platform} carries {platform.gpu_model}, not {self.gpu_model}")
 

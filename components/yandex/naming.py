@@ -16,13 +16,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 
-from components.catalog.names import (
-    GPU_MODEL_LABEL,
-    GPU_NODE_LABEL,
-    HOST_DRIVER_REMOVAL_ENABLED,
-    HOST_DRIVER_REMOVAL_LABEL,
-    NODE_GROUP_LABEL,
-)
+from components.catalog.pools import gpu_node_labels
 from components.catalog.replacements import yandex_node_group_force_new_names
 from components.yandex.config import NodeGroupConfig
 
@@ -70,8 +64,6 @@ def cloud_name(cluster_name: str, group_name: str, group: NodeGroupConfig) -> st
 
 def node_labels(group_name: str, group: NodeGroupConfig) -> dict[str, str]:
     """Kubernetes labels every node of the group gets at creation (autoscaled nodes included)."""
-    labels = {NODE_GROUP_LABEL: group_name, GPU_MODEL_LABEL: group.model.key, GPU_NODE_LABEL: "true"}
-    if group.host_driver_removal:
-        labels[HOST_DRIVER_REMOVAL_LABEL] = HOST_DRIVER_REMOVAL_ENABLED
-    labels.update(group.labels)
-    return dict(sorted(labels.items()))
+    return gpu_node_labels(
+        group_name, group.model.key, host_driver_removal=group.host_driver_removal, labels=group.labels
+    )

@@ -172,7 +172,7 @@ def advertised(node: Mapping[str, Any]) -> dict[str, int]:
 
 def is_gpu_node(node: Mapping[str, Any]) -> bool:
     """A node the platform would call a GPU node: our labels, the operator's GPU label, or GPUs in allocatable."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = objects.labels(node)
     return (
         labels.get(GPU_NODE_LABEL) == "true"
         or labels.get(GPU_PRESENT_LABEL) == "true"
@@ -275,7 +275,7 @@ def _driver(
     declared = pool.driver
     if declared is None:
         return
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = objects.labels(node)
     status.driver_owner = declared.owner
     status.driver_declared = declared.version
     status.driver_declared_image = declared.image or None
@@ -455,7 +455,7 @@ def judge(
     ``driver_pods``: the operator's driver pods on this node (None: they could not be listed).
     """
     status = _observe(node, driver_pods or [])
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    labels = objects.labels(node)
     if pool is None:
         group = labels.get(NODE_GROUP_LABEL)
         where = f"{NODE_GROUP_LABEL}={group}" if group else f"no {NODE_GROUP_LABEL} label"

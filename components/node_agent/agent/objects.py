@@ -13,34 +13,27 @@ from typing import Any
 from components.catalog.gpu_operator_upgrade import GPU_DRA_DRIVER
 from components.catalog.node_agent import SMOKE_LABEL
 
+# The readers of any object are the catalog's (the proof's rules read objects with them too).
+from components.catalog.objects import annotations_of as annotations_of
+from components.catalog.objects import container_image as container_image
+from components.catalog.objects import labels as labels
+from components.catalog.objects import name as name
+from components.catalog.objects import owner_kind as owner_kind
+from components.catalog.objects import owner_name as owner_name
+from components.catalog.objects import ready as ready
+from components.catalog.objects import terminating as terminating
+from components.catalog.objects import uid as uid
+
 # The MIG effect rule is the proof's (the controller closes a MIG change with it too); read here under these names.
 from components.catalog.proof import GPU_RESOURCE_PREFIX as GPU_RESOURCE_PREFIX
 from components.catalog.proof import advertises_exactly as advertises_exactly
 from components.catalog.proof import gpu_resources as gpu_resources
 
+#: A pod is Ready: the catalog's reader, under the name the controller and executors call it by.
+pod_ready = ready
+
 #: Pod phases after which no container runs (core/v1 PodPhase).
 FINISHED_PHASES = ("Succeeded", "Failed")
-
-
-_EMPTY: dict[str, str] = {}
-
-
-def labels(obj: dict[str, Any]) -> dict[str, str]:
-    """The object's labels (the object's own mapping: read it, never change it)."""
-    return (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY  # type: ignore[return-value]
-
-
-def annotations_of(obj: dict[str, Any]) -> dict[str, str]:
-    """The object's annotations (the object's own mapping: read it, never change it)."""
-    return (obj.get("metadata") or _EMPTY).get("annotations") or _EMPTY  # type: ignore[return-value]
-
-
-def name(obj: dict[str, Any]) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def uid(obj: dict[str, Any]) -> str:
-    return str(obj["metadata"].get("uid", ""))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -127,37 +120,6 @@ def is_running_gpu_pod(pod: dict[str, Any], claims: Claims = None) -> bool:
     if labels(pod).get(SMOKE_LABEL):
         return False
     return requests_gpu(pod) or holds_gpu_claim(pod, claims)
-
-
-def owner_kind(pod: dict[str, Any]) -> str:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    controller = [owner for owner in owners if owner.get("controller")] or owners
-    return str(controller[0].get("kind", "")) if controller else ""
-
-
-def owner_name(pod: dict[str, Any]) -> str:
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    controller = [owner for owner in owners if owner.get("controller")] or owners
-    return str(controller[0].get("name", "")) if controller else ""
-
-
-def terminating(obj: dict[str, Any]) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def pod_ready(pod: dict[str, Any]) -> bool:
-    """The pod's ``Ready`` condition is True (kubelet sets it once every container's probes pass)."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return False
-
-
-def container_image(spec: dict[str, Any], container: str) -> str:
-    for item in spec.get("containers") or []:
-        if item.get("name") == container:
-            return str(item.get("image", ""))
-    return ""
 
 
 def format_time(seconds: float) -> str:

@@ -26,36 +26,18 @@ from components.catalog.names import HOST_PREPARATION_TYPE, HOSTNAME_LABEL, NODE
 from components.catalog.node_agent import GPU_DEPLOY_DRIVER_LABEL
 from components.catalog.pools import GpuPool
 from components.cluster.access import ClusterAccessArgs
-from components.cluster.config import KubeconfigClusterConfig
 from components.gpu_operator.drivers import PoolDriverRequest, driverless_hosts
 from components.mig.decisions import MigRequest
 from components.stack.platforms.base import GpuPlatform, NamedSecret, NodeLabelling, PlatformNodes, json_section
+from components.stack.platforms.kubeconfig import kubeconfig_access, kubeconfig_secret, kubeconfig_secrets
 
 if TYPE_CHECKING:
     from components.bare_metal.config import BareMetalConfig
     from components.stack.config import StackConfig
     from components.stack.plan import Plan
 
-KUBECONFIG = "kubeconfig"
 SSH_PRIVATE_KEY = "sshPrivateKey"
 BASTION_PRIVATE_KEY = "bastionPrivateKey"
-
-
-def kubeconfig_secret(stack: StackConfig) -> NamedSecret:
-    """The secret key the cluster's kubeconfig is in (``cluster.kubeconfigSecret``)."""
-    cluster = stack.cluster
-    if not isinstance(cluster, KubeconfigClusterConfig):  # the registry picks the platform by this kind
-        raise TypeError(f"a kubeconfig platform needs a kubeconfig cluster, not {cluster.kind}")
-    written = "kubeconfig_secret" in cluster.model_fields_set
-    return NamedSecret("cluster.kubeconfigSecret", cluster.kubeconfig_secret, written)
-
-
-def kubeconfig_access(plan: Plan, secrets: Mapping[str, pulumi.Output[str]]) -> ClusterAccessArgs:
-    """The provider of a cluster reached with the kubeconfig kept as a Pulumi secret (and its context, if named)."""
-    cluster = plan.config.cluster
-    if not isinstance(cluster, KubeconfigClusterConfig) or KUBECONFIG not in secrets:
-        raise ValueError(f"{cluster.kind} cluster access needs a kubeconfig (cluster.kubeconfigSecret)")
-    return ClusterAccessArgs(cluster, secrets[KUBECONFIG], context=cluster.context)
 
 
 class BareMetalPlatform(GpuPlatform):
@@ -173,7 +155,7 @@ class BareMetalPlatform(GpuPlatform):
         return kubeconfig_access(plan, secrets)
 
     def read_secrets(self, stack: StackConfig, config: pulumi.Config) -> dict[str, pulumi.Output[str]]:
-        secrets = {KUBECONFIG: config.require_secret(kubeconfig_secret(stack).key or "")}
+        secrets = kubeconfig_secrets(stack, config)
         section = self._section(stack)
         if section is not None and section.host_preparation.enabled:
             secrets[SSH_PRIVATE_KEY] = config.require_secret(section.ssh.private_key_secret)

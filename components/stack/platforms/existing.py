@@ -21,18 +21,14 @@ from components.base.problems import Problem, join_path
 from components.catalog.gpus import gpu_model
 from components.catalog.kubernetes import gpu_node_taint_problem
 from components.catalog.names import (
-    GPU_MODEL_LABEL,
-    GPU_NODE_LABEL,
-    HOST_DRIVER_REMOVAL_ENABLED,
-    HOST_DRIVER_REMOVAL_LABEL,
     NODE_GROUP_LABEL,
 )
-from components.catalog.pools import GpuPool
+from components.catalog.pools import GpuPool, gpu_node_labels
 from components.cluster.access import ClusterAccessArgs
 from components.gpu_operator.drivers import PoolDriverRequest
 from components.mig.decisions import MigRequest
-from components.stack.platforms.bare_metal import KUBECONFIG, kubeconfig_access, kubeconfig_secret
 from components.stack.platforms.base import GpuPlatform, NamedSecret, json_section
+from components.stack.platforms.kubeconfig import kubeconfig_access, kubeconfig_secret, kubeconfig_secrets
 
 if TYPE_CHECKING:
     from components.stack.config import StackConfig
@@ -135,20 +131,21 @@ class ExistingPlatform(GpuPlatform):
         return kubeconfig_access(plan, secrets)
 
     def read_secrets(self, stack: StackConfig, config: pulumi.Config) -> dict[str, pulumi.Output[str]]:
-        return {KUBECONFIG: config.require_secret(kubeconfig_secret(stack).key or "")}
+        return kubeconfig_secrets(stack, config)
 
     def declared_node_labels(self, plan: Plan) -> dict[str, dict[str, str]]:
         section = self._section(plan.config)
         pools = section.pools if section is not None else {}
-        declared = {}
-        for name, pool in pools.items():
-            labels = {NODE_GROUP_LABEL: name, GPU_MODEL_LABEL: pool.gpu_model, GPU_NODE_LABEL: "true"}
-            if pool.host_driver_removal:
-                labels[HOST_DRIVER_REMOVAL_LABEL] = HOST_DRIVER_REMOVAL_ENABLED
-            labels.update(pool.labels)
-            labels.update(plan.node_labels(name))
-            declared[name] = dict(sorted(labels.items()))
-        return declared
+        return {
+            name: gpu_node_labels(
+                name,
+                pool.gpu_model,
+                host_driver_removal=pool.host_driver_removal,
+                labels=pool.labels,
+                owned=plan.node_labels(name),
+            )
+            for name, pool in pools.items()
+        }
 
     def memberships(self, plan: Plan) -> dict[str, dict[str, dict[str, str]]]:
         section = self._section(plan.config)

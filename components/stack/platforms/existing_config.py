@@ -15,7 +15,7 @@ from pydantic import Field
 
 from components.base.config_model import ConfigModel, gpu_node_taints_problems, label_problems
 from components.base.problems import Problem, join_path
-from components.catalog.gpus import GPU_MODELS, host_gpu_count_problem
+from components.catalog.gpus import gpu_model_problem, host_gpu_count_problem
 from components.catalog.kubernetes import Taint, label_key_problem, label_value_problem, parse_taint
 from components.gpu_operator.pool_config import PoolDriverConfig
 from components.mig.config import MigConfig
@@ -78,11 +78,9 @@ class ExistingConfig(ConfigModel):
                     "give each pool a selector of its own",
                 )
             selectors.setdefault(key, name)
-            if pool.gpu_model not in GPU_MODELS:
-                allowed = ", ".join(GPU_MODELS)
-                yield Problem(
-                    join_path(pool_path, "gpuModel"), f"{pool.gpu_model!r} is not a known GPU model; allowed: {allowed}"
-                )
+            model_problem = gpu_model_problem(pool.gpu_model)
+            if model_problem:
+                yield Problem(join_path(pool_path, "gpuModel"), model_problem)
             else:
                 count_problem = host_gpu_count_problem(pool.gpu_model, pool.gpus)
                 if count_problem:

@@ -29,6 +29,7 @@ from typing import Any
 
 from components.catalog import gpu_operator_upgrade as operator
 from components.catalog.node_agent import (
+    NO_FREE_DEVICE_PREFIX,
     SMOKE_LABEL,
     THROTTLE_ANNOTATION,
     UPGRADE_SKIP_LABEL,
@@ -47,12 +48,6 @@ from components.node_agent.agent.controller.proving import cuda_entry, proof_res
 from components.node_agent.agent.controller.smoke import proof_pod_name, smoke_pod
 from components.node_agent.agent.controller.view import NodeView, PoolView, Record
 from components.node_agent.agent.controller.work import Work
-
-#: The kubelet's admission rejects a pod bound to a node without enough of a resource with the reason
-#: ``OutOf<resource>`` (pkg/kubelet/lifecycle/predicate.go, ``InsufficientResourceError``; the pod ends ``Failed``,
-#: its message "Pod was rejected: Node didn't have enough resource: ..."): the node's devices are all in use. That
-#: is no failure of the node: the proof is given back and tried again.
-NO_FREE_DEVICE_PREFIX = "OutOf"
 
 
 def grant_proofs(views: list[NodeView], pools: dict[str, PoolView], wanting: set[str], granted: set[str]) -> set[str]:
